@@ -199,6 +199,7 @@ pub fn plan(graph: &Graph, given: &HashMap<String, Vec<usize>>) -> Result<Plan> 
                 .collect()
         } else {
             let ts = node.op.infer(&infer_in).map_err(|e| node_error(node, e))?;
+            ops::check_sizes(&ts).map_err(|e| node_error(node, e))?;
             let mut outputs = Vec::with_capacity(ts.len());
             for (i, t) in ts.iter().enumerate() {
                 outputs.push(match node.outputs.get(i).copied().flatten() {
@@ -301,7 +302,10 @@ pub fn plan(graph: &Graph, given: &HashMap<String, Vec<usize>>) -> Result<Plan> 
         .max()
         .unwrap_or(0);
     let offsets = assign_offsets(&bufs);
-    let arena_bytes = bufs.iter().zip(&offsets).map(|(b, &o)| o + b.0).max().unwrap_or(0);
+    let arena_bytes = bufs.iter().zip(&offsets).map(|(b, &o)| o.saturating_add(b.0)).max().unwrap_or(0);
+    if arena_bytes > crate::tensor::MAX_TENSOR_BYTES {
+        return Err(Error::Invalid(format!("the arena would take {arena_bytes} bytes: refusing (corrupt shapes?)")));
+    }
 
     let mut slots = vec![Slot::Unused; n];
     for id in 0..n {
@@ -319,6 +323,9 @@ pub fn plan(graph: &Graph, given: &HashMap<String, Vec<usize>>) -> Result<Plan> 
         let outs: Vec<TypeShape> =
             s.outputs.iter().map(|&o| types[o].clone().unwrap_or(TypeShape::new(DType::F32, vec![0]))).collect();
         scratch_bytes = scratch_bytes.max(node.op.scratch_bytes(&ins, &outs));
+    }
+    if scratch_bytes > crate::tensor::MAX_TENSOR_BYTES {
+        return Err(Error::Invalid(format!("ops ask for {scratch_bytes} scratch bytes: refusing (corrupt shapes?)")));
     }
     for &o in &graph.outputs {
         if types[o].is_none() {
