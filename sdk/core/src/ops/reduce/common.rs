@@ -534,3 +534,15 @@ pub fn random_check(op_type: &str, lo: f64, hi: f64, f: impl Fn(&[f64]) -> f64) 
         }
     }
 }
+
+/// `(outer, n, inner)` of a tensor split at `axis` for a normalization over it: opset < 13
+/// coerces to 2-D at `axis` (n = product of the dims from `axis` on, inner = 1); from
+/// opset 13 only the single dim `axis` is normalized.
+pub fn axis_split(shape: &[usize], axis: usize, coerce_2d: bool) -> (usize, usize, usize) {
+    let outer = numel(&shape[..axis]);
+    if coerce_2d {
+        (outer, numel(&shape[axis..]), 1)
+    } else {
+        (outer, shape[axis], numel(&shape[axis + 1..]))
+    }
+}
