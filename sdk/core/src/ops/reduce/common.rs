@@ -431,10 +431,7 @@ pub mod testutil {
     pub fn assert_close(got: &[f32], want: &[f32]) {
         assert_eq!(got.len(), want.len(), "lengths");
         for (i, (g, w)) in got.iter().zip(want).enumerate() {
-            let ok = (g.is_nan() && w.is_nan())
-                || g == w
-                || (g - w).abs() <= 1e-5
-                || (g - w).abs() <= 1e-4 * w.abs();
+            let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= 1e-5 || (g - w).abs() <= 1e-4 * w.abs();
             assert!(ok, "element {i}: got {g}, want {w}");
         }
     }
@@ -465,6 +462,7 @@ pub mod testutil {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attrs;
 
     #[test]
     fn geometry_visits_every_element_once() {
@@ -475,6 +473,67 @@ mod tests {
         let mut seen = vec![0; 120];
         g.for_each(|_, set| set.for_each(|i| seen[i] += 1));
         assert!(seen.iter().all(|&c| c == 1));
+    }
+
+    #[test]
+    fn f16_small_ints_and_scalars() {
+        use crate::ops::eval;
+        use crate::tensor::{Tensor, TensorData};
+        use testutil::*;
+        let h = |v: &[f32]| TensorData::F16(v.iter().map(|&x| f16::from_f32(x)).collect());
+        let x = Tensor::new(vec![2, 3], h(&[1., 2., 3., 4., 5., 7.])).unwrap();
+        let mean = super::super::build("ReduceMean", &int_attrs(&[("keepdims", 0)]), 18).unwrap().unwrap();
+        let y = eval(mean.as_ref(), &[Some(&x), Some(&axes(&[1]))]).unwrap().remove(0);
+        assert_eq!(y.data(), &h(&[2., 16. / 3.]));
+        let u = Tensor::new(vec![2, 2], TensorData::U8(vec![200, 7, 255, 9])).unwrap();
+        let max = super::super::build("ReduceMax", &int_attrs(&[("keepdims", 0)]), 18).unwrap().unwrap();
+        let y = eval(max.as_ref(), &[Some(&u), Some(&axes(&[0]))]).unwrap().remove(0);
+        assert_eq!(y.data(), &TensorData::U8(vec![255, 9]));
+        let i = Tensor::new(vec![3], TensorData::I8(vec![-128, 5, -3])).unwrap();
+        let min = super::super::build("ReduceMin", &Attrs::new(), 12).unwrap().unwrap();
+        let y = eval(min.as_ref(), &[Some(&i)]).unwrap().remove(0);
+        assert_eq!(y.data(), &TensorData::I8(vec![-128]));
+        let old = super::super::build("ReduceMin", &Attrs::new(), 11).unwrap().unwrap();
+        assert!(eval(old.as_ref(), &[Some(&i)]).is_err(), "int8 needs opset 12");
+        // A scalar reduces to itself, with or without keepdims.
+        let s = Tensor::scalar_f32(4.0);
+        for k in [0, 1] {
+            let l2 = super::super::build("ReduceL2", &int_attrs(&[("keepdims", k)]), 18).unwrap().unwrap();
+            let y = eval(l2.as_ref(), &[Some(&s), None]).unwrap().remove(0);
+            assert_eq!(y, s);
+        }
+    }
+
+    #[test]
+    fn noop_reduces_each_element_alone() {
+        use crate::ops::eval;
+        use crate::tensor::Tensor;
+        use testutil::*;
+        // As in the ONNX reference: each output is the reduction of a one-element set.
+        let x = Tensor::from_f32(&[2], vec![-3., 2.]).unwrap();
+        let a = int_attrs(&[("noop_with_empty_axes", 1), ("keepdims", 0)]);
+        let ss = super::super::build("ReduceSumSquare", &a, 18).unwrap().unwrap();
+        let y = eval(ss.as_ref(), &[Some(&x), Some(&axes(&[]))]).unwrap().remove(0);
+        assert_eq!(y.as_f32().unwrap(), &[9., 4.]);
+        // Without the flag, empty axes reduce everything.
+        let all = super::super::build("ReduceSumSquare", &Attrs::new(), 18).unwrap().unwrap();
+        let y = eval(all.as_ref(), &[Some(&x), Some(&axes(&[]))]).unwrap().remove(0);
+        assert_eq!((y.shape(), y.as_f32().unwrap()), (&[1][..], &[13.][..]));
+        // The flag is an opset-18 attribute for these ops (13 for ReduceSum).
+        assert!(super::super::build("ReduceL1", &a, 17).unwrap().is_err());
+        assert!(super::super::build("ReduceSum", &a, 13).unwrap().is_ok());
+    }
+
+    #[test]
+    fn unknown_axes_infer() {
+        use crate::ops::InferInput;
+        use crate::tensor::DType;
+        let op = Reduce::<super::super::reduce_sum::Sum>::build(&Attrs::new(), 13).unwrap();
+        let x = InferInput { dtype: DType::F32, shape: &[2, 3], value: None };
+        let empty = InferInput { dtype: DType::I64, shape: &[0], value: None };
+        let one = InferInput { dtype: DType::I64, shape: &[1], value: None };
+        assert_eq!(op.infer(&[Some(x), Some(empty)]).unwrap()[0].shape, vec![1, 1]);
+        assert!(op.infer(&[Some(x), Some(one)]).is_err());
     }
 
     #[test]
@@ -540,9 +599,5 @@ pub fn random_check(op_type: &str, lo: f64, hi: f64, f: impl Fn(&[f64]) -> f64) 
 /// opset 13 only the single dim `axis` is normalized.
 pub fn axis_split(shape: &[usize], axis: usize, coerce_2d: bool) -> (usize, usize, usize) {
     let outer = numel(&shape[..axis]);
-    if coerce_2d {
-        (outer, numel(&shape[axis..]), 1)
-    } else {
-        (outer, shape[axis], numel(&shape[axis + 1..]))
-    }
+    if coerce_2d { (outer, numel(&shape[axis..]), 1) } else { (outer, shape[axis], numel(&shape[axis + 1..])) }
 }

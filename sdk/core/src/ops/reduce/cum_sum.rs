@@ -187,7 +187,8 @@ mod tests {
                     let line0 = j - pos * st[axis];
                     let mut s = 0f64;
                     for k in 0..shape[axis] {
-                        let inc = if r == 1 { k > pos || (e == 0 && k == pos) } else { k < pos || (e == 0 && k == pos) };
+                        let inc =
+                            if r == 1 { k > pos || (e == 0 && k == pos) } else { k < pos || (e == 0 && k == pos) };
                         if inc {
                             s += xs[line0 + k * st[axis]] as f64;
                         }
