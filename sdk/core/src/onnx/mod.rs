@@ -15,6 +15,11 @@ use prost::Message;
 
 pub use proto::{ModelProto, TensorProto};
 
+/// The generated ONNX schema types, for tools and tests that build models by hand.
+pub mod proto_types {
+    pub use super::proto::*;
+}
+
 use crate::error::{Error, Result};
 use crate::graph::{Dim, Graph, ValueId};
 use crate::ops::{Attr, Attrs};
