@@ -7,14 +7,20 @@ use crate::error::Result;
 
 mod util;
 
+pub mod concat;
 pub mod flatten;
 pub mod identity;
 pub mod reshape;
+pub mod slice;
+pub mod split;
 pub mod squeeze;
+pub mod transpose;
 pub mod unsqueeze;
 
 /// Op types this family builds.
-pub const OP_TYPES: &[&str] = &["Flatten", "Identity", "Reshape", "Squeeze", "Unsqueeze"];
+pub const OP_TYPES: &[&str] = &[
+    "Concat", "Flatten", "Identity", "Reshape", "Slice", "Split", "Squeeze", "Transpose", "Unsqueeze",
+];
 
 fn boxed<T: Op + 'static>(r: Result<T>) -> Option<Result<Box<dyn Op>>> {
     Some(r.map(|op| Box::new(op) as Box<dyn Op>))
@@ -23,10 +29,14 @@ fn boxed<T: Op + 'static>(r: Result<T>) -> Option<Result<Box<dyn Op>>> {
 /// Builds an op of this family, or `None` if the op type is not one of ours.
 pub fn build(op_type: &str, attrs: &Attrs, opset: i64) -> Option<Result<Box<dyn Op>>> {
     match op_type {
+        "Concat" => boxed(concat::Concat::build(attrs, opset)),
         "Flatten" => boxed(flatten::Flatten::build(attrs, opset)),
         "Identity" => boxed(identity::Identity::build(attrs, opset)),
         "Reshape" => boxed(reshape::Reshape::build(attrs, opset)),
+        "Slice" => boxed(slice::Slice::build(attrs, opset)),
+        "Split" => boxed(split::Split::build(attrs, opset)),
         "Squeeze" => boxed(squeeze::Squeeze::build(attrs, opset)),
+        "Transpose" => boxed(transpose::Transpose::build(attrs, opset)),
         "Unsqueeze" => boxed(unsqueeze::Unsqueeze::build(attrs, opset)),
         _ => None,
     }
