@@ -1,1 +1,277 @@
-fn main() {}
+//! `edgert`: build, run and inspect engines (the role trtexec plays for TensorRT).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use clap::{Parser, Subcommand};
+use edgert_core::graph::{Dim, format_dims};
+use edgert_core::{Context, Engine, Graph, Tensor, npy, onnx, ops, plan};
+
+#[derive(Parser)]
+#[command(name = "edgert", version, about = "edgert inference runtime: build, run and inspect engines")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Optimize an ONNX model and write an engine file.
+    Build {
+        /// The ONNX model.
+        model: PathBuf,
+        /// The engine file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Input shape to plan for, `NAME=1x3x128x128` (repeatable); symbolic dims otherwise 1.
+        #[arg(long = "shape", value_name = "NAME=DIMS")]
+        shapes: Vec<String>,
+    },
+    /// Run a model or engine once on `.npy` inputs and write each output as `.npy`.
+    Run {
+        /// `model.onnx` or `model.edgert`.
+        model: PathBuf,
+        /// An input, `NAME=path.npy` (repeatable).
+        #[arg(long = "input", value_name = "NAME=FILE")]
+        inputs: Vec<String>,
+        /// Folder for `<output name>.npy` files.
+        #[arg(long)]
+        output_dir: Option<PathBuf>,
+        /// Print each output's shape, range and first values.
+        #[arg(long)]
+        summary: bool,
+        /// Print the `K` largest values of each output (e.g. detection scores).
+        #[arg(long, value_name = "K")]
+        top: Option<usize>,
+    },
+    /// Describe a model or engine: inputs, outputs, op counts, arena, weights.
+    Inspect {
+        /// `model.onnx` or `model.edgert`; omit with `--ops`.
+        model: Option<PathBuf>,
+        /// Input shape to plan for, `NAME=DIMS` (repeatable); symbolic dims otherwise 1.
+        #[arg(long = "shape", value_name = "NAME=DIMS")]
+        shapes: Vec<String>,
+        /// List the supported ONNX op types.
+        #[arg(long)]
+        ops: bool,
+    },
+}
+
+fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    if let Err(e) = real_main() {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Build { model, output, shapes } => {
+            let t0 = std::time::Instant::now();
+            let graph = onnx::load_model(&model).with_context(|| format!("loading {}", model.display()))?;
+            let shapes = with_default_dims(&graph, parse_shapes(&shapes)?);
+            let engine = Engine::build(graph, Some(&shapes))?;
+            engine.save(&output)?;
+            let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
+            println!(
+                "built {} -> {} ({} bytes) in {:.1} ms",
+                model.display(),
+                output.display(),
+                size,
+                t0.elapsed().as_secs_f64() * 1e3
+            );
+            if let Some(p) = &engine.build.plan {
+                println!("arena {} bytes (lower bound {}), scratch {} bytes", p.arena_bytes, p.lower_bound_bytes, p.scratch_bytes);
+            }
+            Ok(())
+        }
+        Cmd::Run { model, inputs, output_dir, summary, top } => run(&model, &inputs, output_dir.as_deref(), summary, top),
+        Cmd::Inspect { model, shapes, ops: list_ops } => {
+            if list_ops {
+                for op in ops::supported_ops() {
+                    println!("{op}");
+                }
+                if model.is_none() {
+                    return Ok(());
+                }
+            }
+            let model = model.ok_or_else(|| anyhow!("give a model or engine file (or --ops)"))?;
+            inspect(&model, &parse_shapes(&shapes)?)
+        }
+    }
+}
+
+fn is_engine(path: &Path) -> bool {
+    std::fs::read(path).map(|b| b.starts_with(edgert_core::engine::MAGIC)).unwrap_or(false)
+}
+
+fn load_engine(path: &Path) -> Result<Engine> {
+    if is_engine(path) {
+        Engine::load(path).with_context(|| format!("loading engine {}", path.display()))
+    } else {
+        let graph = onnx::load_model(path).with_context(|| format!("loading {}", path.display()))?;
+        Ok(Engine::from_graph(graph)?)
+    }
+}
+
+/// Parses `NAME=1x3x128x128` (also `NAME=1,3,128,128`).
+fn parse_shapes(specs: &[String]) -> Result<HashMap<String, Vec<usize>>> {
+    let mut out = HashMap::new();
+    for s in specs {
+        let (name, dims) = s.rsplit_once('=').ok_or_else(|| anyhow!("--shape `{s}`: expected NAME=DIMS"))?;
+        let dims: Vec<usize> = if dims.is_empty() {
+            vec![]
+        } else {
+            dims.split(['x', ','])
+                .map(|d| d.trim().parse::<usize>().map_err(|_| anyhow!("--shape `{s}`: bad dimension `{d}`")))
+                .collect::<Result<_>>()?
+        };
+        out.insert(name.to_string(), dims);
+    }
+    Ok(out)
+}
+
+/// Fills in inputs not given, taking 1 for each symbolic dim (and says so).
+fn with_default_dims(graph: &Graph, mut given: HashMap<String, Vec<usize>>) -> HashMap<String, Vec<usize>> {
+    for &id in &graph.inputs {
+        let v = &graph.values[id];
+        if given.contains_key(&v.name) {
+            continue;
+        }
+        if let Some(d) = &v.shape {
+            if d.iter().any(|x| matches!(x, Dim::Sym(_))) {
+                let dims: Vec<usize> = d.iter().map(|x| if let Dim::Fixed(n) = x { *n } else { 1 }).collect();
+                eprintln!("note: input `{}` {} planned as {:?} (give --shape to choose)", v.name, format_dims(d), dims);
+                given.insert(v.name.clone(), dims);
+            }
+        }
+    }
+    given
+}
+
+fn run(model: &Path, inputs: &[String], output_dir: Option<&Path>, summary: bool, top: Option<usize>) -> Result<()> {
+    let engine = Arc::new(load_engine(model)?);
+    let graph = &engine.graph;
+    let mut values: HashMap<String, Tensor> = HashMap::new();
+    for spec in inputs {
+        let (name, file) = spec.split_once('=').ok_or_else(|| anyhow!("--input `{spec}`: expected NAME=path.npy"))?;
+        let t = npy::read(Path::new(file))?;
+        values.insert(name.to_string(), t);
+    }
+    for &id in &graph.inputs {
+        let v = &graph.values[id];
+        if !values.contains_key(&v.name) {
+            let shape = v.shape.as_deref().map(format_dims).unwrap_or_else(|| "unknown".into());
+            let dtype = v.dtype.map(|d| d.name()).unwrap_or("?");
+            bail!("missing input `{}` ({} {}): pass --input {}=FILE.npy", v.name, dtype, shape, v.name);
+        }
+    }
+    let shapes: HashMap<String, Vec<usize>> = values.iter().map(|(k, v)| (k.clone(), v.shape().to_vec())).collect();
+    let mut ctx = Context::new(engine.clone(), &shapes)?;
+    for (name, t) in &values {
+        ctx.set_input(name, t)?;
+    }
+    let t0 = std::time::Instant::now();
+    ctx.run()?;
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    if let Some(dir) = output_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    for (i, name) in ctx.output_names().iter().enumerate() {
+        let t = ctx.output(i)?;
+        if let Some(dir) = output_dir {
+            let file = dir.join(format!("{}.npy", sanitize(name)));
+            npy::write(&file, &t)?;
+            println!("wrote {} ({} {:?})", file.display(), t.dtype(), t.shape());
+        }
+        if summary || top.is_some() {
+            print_summary(name, &t, top);
+        }
+    }
+    eprintln!("ran in {ms:.2} ms (single run, includes first-touch of memory; use `edgert bench` for timing)");
+    Ok(())
+}
+
+/// Output names may contain `/` or `:`: keep file names safe.
+fn sanitize(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect()
+}
+
+fn print_summary(name: &str, t: &Tensor, top: Option<usize>) {
+    let v = t.to_f32_vec().unwrap_or_default();
+    let (mut lo, mut hi, mut sum) = (f32::INFINITY, f32::NEG_INFINITY, 0f64);
+    for &x in &v {
+        lo = lo.min(x);
+        hi = hi.max(x);
+        sum += x as f64;
+    }
+    let mean = if v.is_empty() { 0.0 } else { sum / v.len() as f64 };
+    let first: Vec<String> = v.iter().take(6).map(|x| format!("{x:.5}")).collect();
+    println!("{name}: {} {:?} min {lo:.5} max {hi:.5} mean {mean:.5} first [{}]", t.dtype(), t.shape(), first.join(", "));
+    if let Some(k) = top {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| v[b].total_cmp(&v[a]));
+        let best: Vec<String> = idx.iter().take(k).map(|&i| format!("#{i}={:.4}", v[i])).collect();
+        println!("  top {k}: {}", best.join(" "));
+    }
+}
+
+fn inspect(path: &Path, shapes: &HashMap<String, Vec<usize>>) -> Result<()> {
+    let engine_file = is_engine(path);
+    let engine = load_engine(path)?;
+    let g = &engine.graph;
+    println!("{}: {}", if engine_file { "engine" } else { "model" }, path.display());
+    println!("opset {}, target {}/{}", g.opset, engine.target.backend, engine.target.arch);
+    println!("inputs:");
+    for &i in &g.inputs {
+        let v = &g.values[i];
+        println!(
+            "  {} {} {}",
+            v.name,
+            v.dtype.map(|d| d.name()).unwrap_or("?"),
+            v.shape.as_deref().map(format_dims).unwrap_or_else(|| "?".into())
+        );
+    }
+    let shapes = with_default_dims(g, shapes.clone());
+    let planned = plan::plan(g, &shapes);
+    println!("outputs:");
+    for &o in &g.outputs {
+        let v = &g.values[o];
+        let concrete = planned.as_ref().ok().and_then(|p| p.types[o].clone());
+        let declared = v.shape.as_deref().map(format_dims).unwrap_or_else(|| "?".into());
+        match concrete {
+            Some(t) => println!("  {} {} {} (planned {:?})", v.name, t.dtype, declared, t.shape),
+            None => println!("  {} {} {}", v.name, v.dtype.map(|d| d.name()).unwrap_or("?"), declared),
+        }
+    }
+    println!("nodes: {}", g.nodes.len());
+    for (op, n) in g.op_counts() {
+        println!("  {op:<24} {n}");
+    }
+    for (pass, n) in &engine.build.passes {
+        println!("pass {pass}: {n} changes");
+    }
+    println!("weights: {} bytes in {} constants", g.weights_bytes(), g.constants.len());
+    match planned {
+        Ok(p) => {
+            let ratio = if p.lower_bound_bytes > 0 { p.arena_bytes as f64 / p.lower_bound_bytes as f64 } else { 1.0 };
+            println!(
+                "arena: {} bytes, lower bound {} bytes ({:.3}x), scratch {} bytes, {} steps, for {:?}",
+                p.arena_bytes,
+                p.lower_bound_bytes,
+                ratio,
+                p.scratch_bytes,
+                p.steps.iter().filter(|s| !s.skip).count(),
+                p.input_shapes
+            );
+        }
+        Err(e) => println!("arena: cannot plan: {e}"),
+    }
+    if let Some(p) = &engine.build.plan {
+        println!("engine's recorded plan: arena {} bytes for {:?}", p.arena_bytes, p.input_shapes);
+    }
+    Ok(())
+}

@@ -84,10 +84,15 @@ impl std::fmt::Display for DType {
     }
 }
 
-/// Number of elements of a shape (1 for a scalar).
+/// Number of elements of a shape (1 for a scalar); saturates instead of overflowing, so a
+/// hostile shape fails the size limit checks rather than wrapping.
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    shape.iter().fold(1usize, |a, &d| a.saturating_mul(d))
 }
+
+/// The largest tensor edgert will allocate (16 GiB): bigger shapes come from corrupt or
+/// hostile models and are refused with an error instead of aborting on allocation.
+pub const MAX_TENSOR_BYTES: usize = 16 << 30;
 
 /// Owned element storage.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]

@@ -20,7 +20,7 @@ use std::fmt::Debug;
 pub use attrs::{Attr, Attrs};
 
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Tensor, TensorMut, TensorRef, numel};
+use crate::tensor::{DType, MAX_TENSOR_BYTES, Tensor, TensorMut, TensorRef, numel};
 
 /// What shape inference knows about one input: its type, its concrete shape and, where the
 /// value is a constant (an initializer, a folded value), the value itself. Ops whose output
@@ -52,7 +52,7 @@ impl TypeShape {
     }
     /// Size in bytes of a tensor of this type and shape.
     pub fn bytes(&self) -> usize {
-        numel(&self.shape) * self.dtype.size()
+        numel(&self.shape).saturating_mul(self.dtype.size())
     }
 }
 
@@ -122,6 +122,7 @@ pub fn eval(op: &dyn Op, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>> {
         .map(|t| t.map(|t| InferInput { dtype: t.dtype(), shape: t.shape(), value: Some(t) }))
         .collect();
     let out_types = op.infer(&infer_inputs)?;
+    check_sizes(&out_types)?;
     let in_types: Vec<Option<TypeShape>> = inputs
         .iter()
         .map(|t| t.map(|t| TypeShape::new(t.dtype(), t.shape().to_vec())))
@@ -150,6 +151,22 @@ pub fn eval(op: &dyn Op, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>> {
         op.run(&in_views, &mut out_views, &mut scratch[..scratch_len])?;
     }
     Ok(outputs)
+}
+
+/// Refuses outputs larger than [`MAX_TENSOR_BYTES`] (corrupt or hostile shapes).
+pub fn check_sizes(types: &[TypeShape]) -> Result<()> {
+    for t in types {
+        if t.bytes() > MAX_TENSOR_BYTES {
+            return Err(Error::Invalid(format!(
+                "output of shape {:?} ({}) would take {} bytes, over the {} byte limit",
+                t.shape,
+                t.dtype,
+                t.bytes(),
+                MAX_TENSOR_BYTES
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Returns input `i`, or an error if it is missing.

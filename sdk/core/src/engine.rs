@@ -1,0 +1,319 @@
+//! Engines and the engine file.
+//!
+//! An [`Engine`] is an optimized graph with its weights, ready for contexts. Its file:
+//!
+//! ```text
+//! offset  size  field
+//! 0       8     magic "EDGERT\0E"
+//! 8       4     format version (u32 LE)
+//! 12      4     reserved (0)
+//! 16      8     metadata length M (u64 LE)
+//! 24      8     weights length W (u64 LE)
+//! 32      M     metadata, JSON (serde): SDK version, target, graph, constants table, plan
+//! ...           zero padding to a multiple of 64
+//! P       W     weights: each constant at a 64-byte aligned offset from P
+//! P+W     4     CRC-32 of every byte before it (u32 LE)
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::graph::{Graph, ValueId};
+use crate::onnx::from_le_bytes;
+use crate::passes;
+use crate::plan::{self, PlanSummary};
+use crate::tensor::{DType, Tensor};
+
+/// File magic.
+pub const MAGIC: &[u8; 8] = b"EDGERT\0E";
+/// Engine file format version this SDK writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+const HEADER_BYTES: usize = 32;
+
+/// What an engine was built for. Loading it elsewhere fails with a message naming the
+/// mismatch.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Target {
+    /// Backend (`cpu`).
+    pub backend: String,
+    /// CPU architecture (`x86_64`, `aarch64`).
+    pub arch: String,
+    /// CPU features the engine's kernels need (empty for the portable kernels).
+    pub required_features: Vec<String>,
+}
+
+impl Target {
+    /// The CPU target of this machine with the portable kernels.
+    pub fn host_cpu() -> Target {
+        Target { backend: "cpu".into(), arch: std::env::consts::ARCH.into(), required_features: vec![] }
+    }
+
+    /// Checks that this machine can run engines for `self`.
+    pub fn check_runnable(&self) -> Result<()> {
+        let host = Target::host_cpu();
+        if self.backend != host.backend {
+            return Err(Error::Engine(format!("built for the `{}` backend; this build runs `cpu`", self.backend)));
+        }
+        if self.arch != host.arch {
+            return Err(Error::Engine(format!(
+                "built for {} CPUs; this machine is {}: rebuild the engine here",
+                self.arch, host.arch
+            )));
+        }
+        if let Some(f) = self.required_features.iter().find(|f| !cpu_has(f)) {
+            return Err(Error::Engine(format!("needs the CPU feature `{f}`, which this CPU lacks: rebuild the engine here")));
+        }
+        Ok(())
+    }
+}
+
+fn cpu_has(feature: &str) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match feature {
+            "avx2" => std::arch::is_x86_feature_detected!("avx2"),
+            "fma" => std::arch::is_x86_feature_detected!("fma"),
+            "avx512f" => std::arch::is_x86_feature_detected!("avx512f"),
+            "avx512vnni" => std::arch::is_x86_feature_detected!("avx512vnni"),
+            _ => false,
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        match feature {
+            "neon" => std::arch::is_aarch64_feature_detected!("neon"),
+            "dotprod" => std::arch::is_aarch64_feature_detected!("dotprod"),
+            _ => false,
+        }
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let _ = feature;
+        false
+    }
+}
+
+/// One constant in the weights section.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct ConstEntry {
+    value: ValueId,
+    dtype: DType,
+    shape: Vec<usize>,
+    offset: u64,
+    bytes: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Metadata {
+    sdk_version: String,
+    target: Target,
+    graph: Graph,
+    constants: Vec<ConstEntry>,
+    build: BuildInfo,
+}
+
+/// How the engine was built.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct BuildInfo {
+    /// What each pass changed: `(pass, count)`.
+    pub passes: Vec<(String, usize)>,
+    /// The plan for the build shapes, when they were known.
+    pub plan: Option<PlanSummary>,
+}
+
+/// An optimized model with its weights.
+#[derive(Debug)]
+pub struct Engine {
+    /// The optimized graph; its constants are the weights.
+    pub graph: Graph,
+    /// What the engine targets.
+    pub target: Target,
+    /// Build report.
+    pub build: BuildInfo,
+}
+
+impl Engine {
+    /// Optimizes `graph` with the default passes (no plan is recorded).
+    pub fn from_graph(graph: Graph) -> Result<Engine> {
+        Engine::build(graph, None)
+    }
+
+    /// Optimizes `graph` and, when `shapes` is given (or every input shape is fixed), plans
+    /// it for those shapes so the file records the arena layout.
+    pub fn build(mut graph: Graph, shapes: Option<&HashMap<String, Vec<usize>>>) -> Result<Engine> {
+        let mut report = Vec::new();
+        for (name, pass) in passes::default_passes() {
+            let n = pass(&mut graph)?;
+            report.push((name.to_string(), n));
+        }
+        let empty = HashMap::new();
+        let plan = match plan::plan(&graph, shapes.unwrap_or(&empty)) {
+            Ok(p) => Some(p.summary(&graph)),
+            Err(e) if shapes.is_some() => return Err(e),
+            Err(_) => None,
+        };
+        Ok(Engine { graph, target: Target::host_cpu(), build: BuildInfo { passes: report, plan } })
+    }
+
+    /// Serializes to the engine file format.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut constants = Vec::new();
+        let mut weights: Vec<u8> = Vec::new();
+        for (&id, t) in &self.graph.constants {
+            let pad = weights.len().next_multiple_of(64) - weights.len();
+            weights.extend(std::iter::repeat_n(0u8, pad));
+            let bytes = to_le_bytes(t);
+            constants.push(ConstEntry {
+                value: id,
+                dtype: t.dtype(),
+                shape: t.shape().to_vec(),
+                offset: weights.len() as u64,
+                bytes: bytes.len() as u64,
+            });
+            weights.extend_from_slice(&bytes);
+        }
+        let meta = Metadata {
+            sdk_version: env!("CARGO_PKG_VERSION").to_string(),
+            target: self.target.clone(),
+            graph: self.graph.clone(),
+            constants,
+            build: self.build.clone(),
+        };
+        let meta = serde_json::to_vec(&meta).map_err(|e| Error::Engine(format!("cannot serialize metadata: {e}")))?;
+        let mut out = Vec::with_capacity(HEADER_BYTES + meta.len() + 64 + weights.len() + 4);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(weights.len() as u64).to_le_bytes());
+        out.extend_from_slice(&meta);
+        let pad = out.len().next_multiple_of(64) - out.len();
+        out.extend(std::iter::repeat_n(0u8, pad));
+        out.extend_from_slice(&weights);
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        Ok(out)
+    }
+
+    /// Writes the engine file.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let bytes = self.to_bytes()?;
+        std::fs::write(path, bytes).map_err(|e| Error::Io { path: path.display().to_string(), source: e })
+    }
+
+    /// Reads an engine file.
+    pub fn load(path: &Path) -> Result<Engine> {
+        let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+        Engine::from_bytes(&bytes)
+    }
+
+    /// Parses an engine file, checking length, magic, version, checksum and target.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Engine> {
+        if bytes.len() < 8 || &bytes[..8] != MAGIC {
+            return Err(Error::Engine("not an edgert engine (bad magic)".into()));
+        }
+        if bytes.len() < HEADER_BYTES + 4 {
+            return Err(Error::Engine(format!("truncated: {} bytes, the header alone needs {}", bytes.len(), HEADER_BYTES + 4)));
+        }
+        let u32_at = |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        let version = u32_at(8);
+        if version != FORMAT_VERSION {
+            return Err(Error::Engine(format!(
+                "format version {version}; this SDK ({}) reads version {FORMAT_VERSION}: rebuild the engine",
+                env!("CARGO_PKG_VERSION")
+            )));
+        }
+        let meta_len = usize::try_from(u64_at(16)).map_err(|_| Error::Engine("metadata length overflows".into()))?;
+        let weights_len = usize::try_from(u64_at(24)).map_err(|_| Error::Engine("weights length overflows".into()))?;
+        let weights_at = HEADER_BYTES
+            .checked_add(meta_len)
+            .map(|v| v.next_multiple_of(64))
+            .ok_or_else(|| Error::Engine("metadata length overflows".into()))?;
+        let total = weights_at
+            .checked_add(weights_len)
+            .and_then(|v| v.checked_add(4))
+            .ok_or_else(|| Error::Engine("weights length overflows".into()))?;
+        if bytes.len() < total {
+            return Err(Error::Engine(format!("truncated: {} bytes, the header says {total}", bytes.len())));
+        }
+        if bytes.len() > total {
+            return Err(Error::Engine(format!("{} bytes of trailing garbage after the checksum", bytes.len() - total)));
+        }
+        let stored = u32_at(total - 4);
+        let actual = crc32fast::hash(&bytes[..total - 4]);
+        if stored != actual {
+            return Err(Error::Engine(format!("checksum mismatch (stored {stored:08x}, computed {actual:08x}): the file is corrupted")));
+        }
+        let meta: Metadata = serde_json::from_slice(&bytes[HEADER_BYTES..HEADER_BYTES + meta_len])
+            .map_err(|e| Error::Engine(format!("bad metadata: {e}")))?;
+        meta.target.check_runnable()?;
+        let weights = &bytes[weights_at..weights_at + weights_len];
+        let mut graph = meta.graph;
+        let mut constants = BTreeMap::new();
+        for c in &meta.constants {
+            let (off, len) = (c.offset as usize, c.bytes as usize);
+            let end = off.checked_add(len).filter(|&e| e <= weights.len());
+            let Some(end) = end else {
+                return Err(Error::Engine(format!("constant #{} lies outside the weights section", c.value)));
+            };
+            if c.value >= graph.values.len() {
+                return Err(Error::Engine(format!("constant for unknown value #{}", c.value)));
+            }
+            let data = from_le_bytes(c.dtype, &weights[off..end]).map_err(|e| Error::Engine(e.to_string()))?;
+            let t = Tensor::new(c.shape.clone(), data).map_err(|e| Error::Engine(format!("constant #{}: {e}", c.value)))?;
+            constants.insert(c.value, Arc::new(t));
+        }
+        graph.constants = constants;
+        graph.rebuild_ops().map_err(|e| Error::Engine(format!("cannot rebuild ops: {e}")))?;
+        graph.validate().map_err(|e| Error::Engine(format!("inconsistent graph: {e}")))?;
+        Ok(Engine { graph, target: meta.target, build: meta.build })
+    }
+}
+
+/// Little-endian bytes of a tensor (the file layout).
+fn to_le_bytes(t: &Tensor) -> Vec<u8> {
+    use crate::tensor::TensorData as D;
+    match t.data() {
+        D::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        D::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        D::I8(v) => v.iter().map(|&x| x as u8).collect(),
+        D::U8(v) => v.clone(),
+        D::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        D::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        D::Bool(v) => v.iter().map(|&x| x as u8).collect(),
+    }
+}
+
+/// Rewrites the target recorded in an engine file and fixes its checksum (for tests of the
+/// target check and for tools that retarget engines deliberately).
+pub fn retarget_bytes(bytes: &[u8], target: &Target) -> Result<Vec<u8>> {
+    let engine_meta_len = bytes.get(16..24).ok_or_else(|| Error::Engine("truncated".into()))?;
+    let mut b = [0u8; 8];
+    b.copy_from_slice(engine_meta_len);
+    let meta_len = u64::from_le_bytes(b) as usize;
+    let meta_bytes = bytes.get(HEADER_BYTES..HEADER_BYTES + meta_len).ok_or_else(|| Error::Engine("truncated".into()))?;
+    let mut meta: serde_json::Value =
+        serde_json::from_slice(meta_bytes).map_err(|e| Error::Engine(format!("bad metadata: {e}")))?;
+    meta["target"] = serde_json::to_value(target).map_err(|e| Error::Engine(e.to_string()))?;
+    let new_meta = serde_json::to_vec(&meta).map_err(|e| Error::Engine(e.to_string()))?;
+    let weights_at = (HEADER_BYTES + meta_len).next_multiple_of(64);
+    let rest = bytes.get(weights_at..bytes.len().saturating_sub(4)).ok_or_else(|| Error::Engine("truncated".into()))?;
+    let mut out = bytes[..HEADER_BYTES].to_vec();
+    out[16..24].copy_from_slice(&(new_meta.len() as u64).to_le_bytes());
+    out.extend_from_slice(&new_meta);
+    let pad = out.len().next_multiple_of(64) - out.len();
+    out.extend(std::iter::repeat_n(0u8, pad));
+    out.extend_from_slice(rest);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok(out)
+}

@@ -1,0 +1,72 @@
+//! Steady-state `Context::run` makes no heap allocation: counted with a global allocator
+//! wrapper over real models.
+
+#[path = "common.rs"]
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use edgert_core::{Context, Engine, onnx};
+
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn steady_state_run_allocates_nothing() {
+    // One test function: the counter is global, parallel tests would disturb it.
+    // First prove the counter sees allocations at all.
+    COUNTING.store(true, Ordering::SeqCst);
+    let v: Vec<u8> = std::hint::black_box(Vec::with_capacity(64));
+    COUNTING.store(false, Ordering::SeqCst);
+    drop(v);
+    assert!(ALLOCS.load(Ordering::SeqCst) >= 1, "the counting allocator does not count");
+    let cases = ["blazeface_short", "silero_vad_16k_sequence"];
+    for case in cases {
+        let g = common::load_golden(case);
+        let graph = onnx::load_model(&g.model).expect("model loads");
+        let engine = Arc::new(Engine::from_graph(graph).expect("engine"));
+        let mut ctx = Context::new(engine, &g.input_shapes()).expect("context");
+        for (n, t) in &g.inputs {
+            ctx.set_input(n, t).expect("input");
+        }
+        ctx.run().expect("warm-up run");
+        ALLOCS.store(0, Ordering::SeqCst);
+        COUNTING.store(true, Ordering::SeqCst);
+        let mut ok = true;
+        for _ in 0..3 {
+            ok &= ctx.run().is_ok();
+            // Reading an output as a view is also allocation-free.
+            ok &= ctx.output_ref(0).is_ok();
+        }
+        COUNTING.store(false, Ordering::SeqCst);
+        let n = ALLOCS.load(Ordering::SeqCst);
+        assert!(ok, "{case}: run failed");
+        assert_eq!(n, 0, "{case}: {n} heap allocations in 3 steady-state runs");
+        println!("{case}: 0 allocations in 3 runs ({} steps, arena {} bytes)", ctx.plan().steps.len(), ctx.plan().arena_bytes);
+    }
+}
