@@ -9,8 +9,11 @@ mod util;
 
 pub mod concat;
 pub mod flatten;
+pub mod gather;
+pub mod gather_elements;
 pub mod identity;
 pub mod reshape;
+pub mod scatter_nd;
 pub mod slice;
 pub mod split;
 pub mod squeeze;
@@ -19,7 +22,7 @@ pub mod unsqueeze;
 
 /// Op types this family builds.
 pub const OP_TYPES: &[&str] = &[
-    "Concat", "Flatten", "Identity", "Reshape", "Slice", "Split", "Squeeze", "Transpose", "Unsqueeze",
+    "Concat", "Flatten", "Gather", "GatherElements", "Identity", "Reshape", "ScatterND", "Slice", "Split", "Squeeze", "Transpose", "Unsqueeze",
 ];
 
 fn boxed<T: Op + 'static>(r: Result<T>) -> Option<Result<Box<dyn Op>>> {
@@ -31,8 +34,11 @@ pub fn build(op_type: &str, attrs: &Attrs, opset: i64) -> Option<Result<Box<dyn 
     match op_type {
         "Concat" => boxed(concat::Concat::build(attrs, opset)),
         "Flatten" => boxed(flatten::Flatten::build(attrs, opset)),
+        "Gather" => boxed(gather::Gather::build(attrs, opset)),
+        "GatherElements" => boxed(gather_elements::GatherElements::build(attrs, opset)),
         "Identity" => boxed(identity::Identity::build(attrs, opset)),
         "Reshape" => boxed(reshape::Reshape::build(attrs, opset)),
+        "ScatterND" => boxed(scatter_nd::ScatterNd::build(attrs, opset)),
         "Slice" => boxed(slice::Slice::build(attrs, opset)),
         "Split" => boxed(split::Split::build(attrs, opset)),
         "Squeeze" => boxed(squeeze::Squeeze::build(attrs, opset)),
