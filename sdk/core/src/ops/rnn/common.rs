@@ -263,11 +263,7 @@ impl Dims {
     }
     /// The shape of a state tensor (initial_h, Y_h, ...).
     pub fn state_shape(&self) -> [usize; 3] {
-        if self.batch_first {
-            [self.batch, self.nd, self.hidden]
-        } else {
-            [self.nd, self.batch, self.hidden]
-        }
+        if self.batch_first { [self.batch, self.nd, self.hidden] } else { [self.nd, self.batch, self.hidden] }
     }
     /// Offset of X's row for time `t`, batch `b`.
     pub fn x_at(&self, t: usize, b: usize) -> usize {
@@ -276,11 +272,7 @@ impl Dims {
     }
     /// Offset of Y's row for time `t`, direction `d`, batch `b`.
     pub fn y_at(&self, t: usize, d: usize, b: usize) -> usize {
-        let row = if self.batch_first {
-            (b * self.seq + t) * self.nd + d
-        } else {
-            (t * self.nd + d) * self.batch + b
-        };
+        let row = if self.batch_first { (b * self.seq + t) * self.nd + d } else { (t * self.nd + d) * self.batch + b };
         row * self.hidden
     }
     /// Offset of a state tensor's row for direction `d`, batch `b`.
@@ -308,20 +300,22 @@ pub fn check_inputs(at: &RnnAttrs, gates: usize, s: &[Option<&[usize]>; 8]) -> R
     let hidden = at.hidden_size.unwrap_or(r[2]);
     let gh = gates.checked_mul(hidden).ok_or_else(|| invalid_err!("hidden_size {hidden} is too large"))?;
     if r != [nd, gh, hidden] {
-        invalid!("R has shape {r:?}, expected [{nd}, {gh}, {hidden}] (num_directions, {gates}·hidden_size, hidden_size)");
+        invalid!(
+            "R has shape {r:?}, expected [{nd}, {gh}, {hidden}] (num_directions, {gates}·hidden_size, hidden_size)"
+        );
     }
     if w != [nd, gh, input] {
         invalid!("W has shape {w:?}, expected [{nd}, {gh}, {input}] (num_directions, {gates}·hidden_size, input_size)");
     }
-    if let Some(b) = b {
-        if b != [nd, 2 * gh] {
-            invalid!("B has shape {b:?}, expected [{nd}, {}]", 2 * gh);
-        }
+    if let Some(b) = b
+        && b != [nd, 2 * gh]
+    {
+        invalid!("B has shape {b:?}, expected [{nd}, {}]", 2 * gh);
     }
-    if let Some(s) = seq_lens {
-        if s != [batch] {
-            invalid!("sequence_lens has shape {s:?}, expected [{batch}]");
-        }
+    if let Some(s) = seq_lens
+        && s != [batch]
+    {
+        invalid!("sequence_lens has shape {s:?}, expected [{batch}]");
     }
     let dims = Dims { seq, batch, input, hidden, nd, batch_first: at.batch_first };
     if let Some(h) = h0 {

@@ -19,13 +19,13 @@
 use half::f16;
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::{Attrs, InferInput, Op, TypeShape, optional, required};
 use crate::tensor::{DataRef, Element, TensorMut, TensorRef};
-use crate::invalid;
 
 use super::common::{
-    Activation, Dims, RnnAttrs, check_inputs, check_len, check_state, check_types, dot_tf, dot_tt, drive,
-    f32_scratch, get_or_zero, out_types, seq_len, shapes,
+    Activation, Dims, RnnAttrs, check_inputs, check_len, check_state, check_types, dot_tf, dot_tt, drive, f32_scratch,
+    get_or_zero, out_types, seq_len, shapes,
 };
 
 /// The LSTM op.
@@ -54,10 +54,10 @@ impl Lstm {
         if let Some(c) = s[C0] {
             check_state(c, &dims, "initial_c")?;
         }
-        if let Some(p) = s[P] {
-            if p != [dims.nd, 3 * dims.hidden] {
-                invalid!("P has shape {p:?}, expected [{}, {}]", dims.nd, 3 * dims.hidden);
-            }
+        if let Some(p) = s[P]
+            && p != [dims.nd, 3 * dims.hidden]
+        {
+            invalid!("P has shape {p:?}, expected [{}, {}]", dims.nd, 3 * dims.hidden);
         }
         Ok(dims)
     }
@@ -86,7 +86,8 @@ impl Lstm {
             let (hs, cs) = state.split_at_mut(h);
             for (row, g) in gates[..gh].iter_mut().enumerate() {
                 let bias = get_or_zero(bias, d * 2 * gh + row) + get_or_zero(bias, d * 2 * gh + gh + row);
-                *g = (dot_tt(&w[row * inp..(row + 1) * inp], xr) + dot_tf(&r[row * h..(row + 1) * h], hs)) as f32 + bias;
+                *g =
+                    (dot_tt(&w[row * inp..(row + 1) * inp], xr) + dot_tf(&r[row * h..(row + 1) * h], hs)) as f32 + bias;
             }
             let (f, g, hf) = (at.act(d, 0), at.act(d, 1), at.act(d, 2));
             let pp = |k: usize, j: usize| get_or_zero(peep, d * 3 * h + k * h + j);
@@ -142,8 +143,12 @@ impl Op for Lstm {
             invalid!("LSTM outputs do not have the inferred sizes");
         }
         match required(inputs, 0, "X")?.data {
-            DataRef::F32(_) => self.run_typed::<f32>(&dims, inputs, y.typed_mut()?, yh.typed_mut()?, yc.typed_mut()?, scratch),
-            DataRef::F16(_) => self.run_typed::<f16>(&dims, inputs, y.typed_mut()?, yh.typed_mut()?, yc.typed_mut()?, scratch),
+            DataRef::F32(_) => {
+                self.run_typed::<f32>(&dims, inputs, y.typed_mut()?, yh.typed_mut()?, yc.typed_mut()?, scratch)
+            }
+            DataRef::F16(_) => {
+                self.run_typed::<f16>(&dims, inputs, y.typed_mut()?, yh.typed_mut()?, yc.typed_mut()?, scratch)
+            }
             other => invalid!("X of type {} is not supported (float32 or float16)", other.dtype()),
         }
     }
@@ -151,6 +156,7 @@ impl Op for Lstm {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::excessive_precision)]
     use super::super::testutil::*;
     use super::*;
     use crate::ops::linalg::common::testutil::{Rng, assert_close, assert_close_tol, f16s, rand_vec};
@@ -173,7 +179,7 @@ mod tests {
         let c0 = Tensor::from_f32(&[1, 1, 1], vec![-1.0]).unwrap();
         let out = run(&op, &[Some(&x), Some(&w), Some(&r), Some(&b), None, Some(&h0), Some(&c0)]).unwrap();
         let s = 1.0 / (1.0 + (-1.45f64).exp());
-        let c = s * -1.0 + s * 1.45f64.tanh();
+        let c = -s + s * 1.45f64.tanh(); // f·c0 + i·c with c0 = -1
         let h = s * c.tanh();
         assert_close(&out[0], &[h as f32]);
         assert_close(&out[1], &[h as f32]);
@@ -194,9 +200,52 @@ mod tests {
         let sl = lens(&[3, 1]);
         let ins = [Some(&x), Some(&w), Some(&r), Some(&b), Some(&sl), Some(&h0), Some(&c0), Some(&p)];
         let out = run(&lstm(&a), &ins).unwrap();
-        let y = vec![-7.4629940e-02, 1.3619448e-01, 9.3649598e-03, -5.8911964e-02, -4.5145296e-02, 5.3311478e-02, -1.5206313e-01, -4.3367945e-02, -2.5798241e-02, 3.8716223e-02, 0.0000000e+00, 0.0000000e+00, -7.7760182e-02, 3.1996850e-02, 0.0000000e+00, 0.0000000e+00, 1.7267065e-02, 7.3461086e-02, 0.0000000e+00, 0.0000000e+00, 9.9026486e-02, -4.6772606e-04, 0.0000000e+00, 0.0000000e+00];
-        let yh = vec![1.7267065e-02, 7.3461086e-02, 9.3649598e-03, -5.8911964e-02, -4.5145296e-02, 5.3311478e-02, -1.5206313e-01, -4.3367945e-02];
-        let yc = vec![6.6374347e-02, 2.0235842e-01, 2.1999998e-02, -1.5253401e-01, -8.4169716e-02, 1.4612627e-01, -3.3777004e-01, -9.9321350e-02];
+        let y = vec![
+            -7.4629940e-02,
+            1.3619448e-01,
+            9.3649598e-03,
+            -5.8911964e-02,
+            -4.5145296e-02,
+            5.3311478e-02,
+            -1.5206313e-01,
+            -4.3367945e-02,
+            -2.5798241e-02,
+            3.8716223e-02,
+            0.0000000e+00,
+            0.0000000e+00,
+            -7.7760182e-02,
+            3.1996850e-02,
+            0.0000000e+00,
+            0.0000000e+00,
+            1.7267065e-02,
+            7.3461086e-02,
+            0.0000000e+00,
+            0.0000000e+00,
+            9.9026486e-02,
+            -4.6772606e-04,
+            0.0000000e+00,
+            0.0000000e+00,
+        ];
+        let yh = vec![
+            1.7267065e-02,
+            7.3461086e-02,
+            9.3649598e-03,
+            -5.8911964e-02,
+            -4.5145296e-02,
+            5.3311478e-02,
+            -1.5206313e-01,
+            -4.3367945e-02,
+        ];
+        let yc = vec![
+            6.6374347e-02,
+            2.0235842e-01,
+            2.1999998e-02,
+            -1.5253401e-01,
+            -8.4169716e-02,
+            1.4612627e-01,
+            -3.3777004e-01,
+            -9.9321350e-02,
+        ];
         assert_close(&out[0], &y);
         assert_close(&out[1], &yh);
         assert_close(&out[2], &yc);
@@ -206,7 +255,20 @@ mod tests {
         let a = attrs(&[("direction", "reverse")], &[("hidden_size", 2), ("input_forget", 1)], &[]);
         let ins = [Some(&x), Some(&w), Some(&r), Some(&b), None, Some(&h0), Some(&c0), Some(&p)];
         let out = run(&lstm(&a), &ins).unwrap();
-        let y = vec![-8.7205715e-02, 1.1304393e-01, 4.5482952e-02, -9.6371166e-02, 9.0934327e-03, 3.7939079e-02, 2.8652836e-02, -6.1683372e-02, -1.3953452e-02, 1.6439764e-01, 2.5522159e-02, -6.0068956e-04];
+        let y = vec![
+            -8.7205715e-02,
+            1.1304393e-01,
+            4.5482952e-02,
+            -9.6371166e-02,
+            9.0934327e-03,
+            3.7939079e-02,
+            2.8652836e-02,
+            -6.1683372e-02,
+            -1.3953452e-02,
+            1.6439764e-01,
+            2.5522159e-02,
+            -6.0068956e-04,
+        ];
         let yh = vec![-8.7205715e-02, 1.1304393e-01, 4.5482952e-02, -9.6371166e-02];
         let yc = vec![-1.6022731e-01, 2.0029679e-01, 9.1691576e-02, -1.8137990e-01];
         assert_close(&out[0], &y);
@@ -233,8 +295,10 @@ mod tests {
         let mut y = vec![0f32; s * c.nd * bs * h];
         let (mut yh, mut yc) = (vec![0f32; c.nd * bs * h], vec![0f32; c.nd * bs * h]);
         for d in 0..c.nd {
-            let mut hs: Vec<Vec<f64>> = (0..bs).map(|bi| (0..h).map(|j| h0[(d * bs + bi) * h + j] as f64).collect()).collect();
-            let mut cs: Vec<Vec<f64>> = (0..bs).map(|bi| (0..h).map(|j| c0[(d * bs + bi) * h + j] as f64).collect()).collect();
+            let mut hs: Vec<Vec<f64>> =
+                (0..bs).map(|bi| (0..h).map(|j| h0[(d * bs + bi) * h + j] as f64).collect()).collect();
+            let mut cs: Vec<Vec<f64>> =
+                (0..bs).map(|bi| (0..h).map(|j| c0[(d * bs + bi) * h + j] as f64).collect()).collect();
             let times: Vec<usize> = if d == 1 || reverse { (0..s).rev().collect() } else { (0..s).collect() };
             for &t in &times {
                 for bi in 0..bs {
@@ -303,7 +367,8 @@ mod tests {
                                 for d in 0..nd {
                                     for bi in 0..c.batch {
                                         for j in 0..h {
-                                            o[((bi * c.seq + ti) * nd + d) * h + j] = y[((ti * nd + d) * c.batch + bi) * h + j];
+                                            o[((bi * c.seq + ti) * nd + d) * h + j] =
+                                                y[((ti * nd + d) * c.batch + bi) * h + j];
                                         }
                                     }
                                 }
@@ -324,7 +389,8 @@ mod tests {
                     )
                 };
                 let a = attrs(&[("direction", dir)], &[("layout", layout)], &[]);
-                let (ws, rs, bs, ps) = (t(&[nd, 4 * h, c.input], &w), t(&[nd, 4 * h, h], &r), t(&[nd, 8 * h], &b), t(&[nd, 3 * h], &p));
+                let (ws, rs, bs, ps) =
+                    (t(&[nd, 4 * h, c.input], &w), t(&[nd, 4 * h, h], &r), t(&[nd, 8 * h], &b), t(&[nd, 3 * h], &p));
                 let ins = [Some(&xs), Some(&ws), Some(&rs), Some(&bs), None, Some(&h0s), Some(&c0s), Some(&ps)];
                 let out = run(&lstm(&a), &ins).unwrap();
                 assert_close(&out[0], &want_y);
@@ -336,8 +402,13 @@ mod tests {
                 assert_eq!(run(&lstm(&a), &ins2).unwrap(), out);
                 // f16 inputs agree with the f32 path within f16 precision.
                 let h16 = |t: &Tensor| f16s(t.shape(), t.as_f32().unwrap());
-                let (xh, wh, rh, bh, h0h, c0h, ph) = (h16(&xs), h16(&ws), h16(&rs), h16(&bs), h16(&h0s), h16(&c0s), h16(&ps));
-                let outh = run(&lstm(&a), &[Some(&xh), Some(&wh), Some(&rh), Some(&bh), None, Some(&h0h), Some(&c0h), Some(&ph)]).unwrap();
+                let (xh, wh, rh, bh, h0h, c0h, ph) =
+                    (h16(&xs), h16(&ws), h16(&rs), h16(&bs), h16(&h0s), h16(&c0s), h16(&ps));
+                let outh = run(
+                    &lstm(&a),
+                    &[Some(&xh), Some(&wh), Some(&rh), Some(&bh), None, Some(&h0h), Some(&c0h), Some(&ph)],
+                )
+                .unwrap();
                 assert_close_tol(&outh[0], &want_y, 2e-2, 1e-2);
             }
         }
