@@ -67,6 +67,9 @@ impl Gemm {
                 self.trans_b as u8
             );
         }
+        if m.checked_mul(n).is_none() {
+            invalid!("Gemm of A {a:?} and B {b:?} has more elements than fit in memory");
+        }
         let c = match c {
             None => None,
             Some(cs) => {

@@ -317,6 +317,9 @@ pub fn check_inputs(at: &RnnAttrs, gates: usize, s: &[Option<&[usize]>; 8]) -> R
     {
         invalid!("sequence_lens has shape {s:?}, expected [{batch}]");
     }
+    if [seq, nd, batch, hidden].iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).is_none() {
+        invalid!("Y of X {x:?} and hidden_size {hidden} would have more elements than fit in memory");
+    }
     let dims = Dims { seq, batch, input, hidden, nd, batch_first: at.batch_first };
     if let Some(h) = h0 {
         check_state(h, &dims, "initial_h")?;
