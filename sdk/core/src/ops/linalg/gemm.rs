@@ -67,6 +67,9 @@ impl Gemm {
                 self.trans_b as u8
             );
         }
+        if m.checked_mul(n).is_none() {
+            invalid!("Gemm of A {a:?} and B {b:?} has more elements than fit in memory");
+        }
         let c = match c {
             None => None,
             Some(cs) => {
@@ -121,10 +124,10 @@ impl Op for Gemm {
         let c = optional(inputs, 2);
         check_mat_dtype(a.dtype, "A")?;
         for (t, what) in [(Some(b), "B"), (c, "C")] {
-            if let Some(t) = t {
-                if t.dtype != a.dtype {
-                    invalid!("Gemm's {what} is {}, A is {}: types must match", t.dtype, a.dtype);
-                }
+            if let Some(t) = t
+                && t.dtype != a.dtype
+            {
+                invalid!("Gemm's {what} is {}, A is {}: types must match", t.dtype, a.dtype);
             }
         }
         let d = self.dims(a.shape, b.shape, c.map(|c| c.shape))?;
@@ -219,7 +222,8 @@ mod tests {
             &TensorData::I32(vec![18])
         );
         // f16.
-        let y = run(&op, &[Some(&f16s(&[1, 1], &[1.5])), Some(&f16s(&[1, 1], &[2.0])), Some(&f16s(&[], &[0.25]))]).unwrap();
+        let y =
+            run(&op, &[Some(&f16s(&[1, 1], &[1.5])), Some(&f16s(&[1, 1], &[2.0])), Some(&f16s(&[], &[0.25]))]).unwrap();
         assert_eq!(y.to_f32_vec().unwrap(), vec![3.25]);
     }
 
@@ -228,7 +232,8 @@ mod tests {
         let mut rng = Rng(3);
         for &(m, k, n) in &[(7, 13, 5), (13, 7, 13), (1, 1, 1), (3, 13, 7)] {
             for (ta, tb) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
-                for cshape in [None, Some(vec![m, n]), Some(vec![n]), Some(vec![m, 1]), Some(vec![1, n]), Some(vec![])] {
+                for cshape in [None, Some(vec![m, n]), Some(vec![n]), Some(vec![m, 1]), Some(vec![1, n]), Some(vec![])]
+                {
                     let (alpha, beta) = (rng.uniform(-2.0, 2.0) as f32, rng.uniform(-2.0, 2.0) as f32);
                     let ash = if ta == 1 { [k, m] } else { [m, k] };
                     let bsh = if tb == 1 { [n, k] } else { [k, n] };

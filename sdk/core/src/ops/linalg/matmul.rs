@@ -83,6 +83,11 @@ impl Geometry {
             }
             s
         };
+        // Operands with a zero dim can describe a huge output: refuse sizes that overflow.
+        let out = batch[..rank].iter().try_fold(m, |acc, &d| acc.checked_mul(d)).and_then(|v| v.checked_mul(n));
+        if out.is_none() {
+            invalid!("MatMul of A {a:?} and B {b:?} has more elements than fit in memory");
+        }
         Ok(Geometry { m, k: ka, n, batch, batch_rank: rank, sa: strides(ab), sb: strides(bb), a_vec, b_vec })
     }
 
@@ -183,6 +188,10 @@ mod tests {
     use super::*;
     use crate::ops::eval;
     use crate::tensor::{Tensor, TensorData};
+
+    fn inf(t: &Tensor) -> crate::ops::InferInput<'_> {
+        crate::ops::InferInput { dtype: t.dtype(), shape: t.shape(), value: None }
+    }
 
     fn mm(a: &Tensor, b: &Tensor) -> crate::error::Result<Tensor> {
         eval(&MatMul, &[Some(a), Some(b)]).map(|mut v| v.remove(0))
@@ -294,6 +303,11 @@ mod tests {
         assert!(mm(&a, &i32s(&[3], vec![1, 2, 3])).is_err(), "mixed types");
         let u = Tensor::new(vec![1, 1], TensorData::U8(vec![1])).unwrap();
         assert!(mm(&u, &u).is_err(), "uint8 is MatMulInteger's");
+        let huge = f32s(&[1 << 40, 0], vec![]);
+        assert!(
+            MatMul.infer(&[Some(inf(&huge)), Some(inf(&f32s(&[0, 1 << 40], vec![])))]).is_err(),
+            "overflowing output"
+        );
         let big = Tensor::zeros(crate::tensor::DType::F32, &[1; 9]);
         assert!(mm(&big, &big).is_err(), "rank over MAX_RANK");
         assert!(eval(&MatMul, &[Some(&a)]).is_err());
