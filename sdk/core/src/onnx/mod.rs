@@ -170,6 +170,11 @@ pub fn import_proto(model: &ModelProto, dir: Option<&Path>) -> Result<Graph> {
             by_name.insert(out.clone(), id);
             outputs.push(Some(id));
         }
+        // Split without sizes divides into as many pieces as the node has outputs, which the
+        // op can't see; opset 18 made that count the `num_outputs` attribute: supply it.
+        if op_type == "Split" && attrs.get("num_outputs").is_none() {
+            attrs.insert("num_outputs", Attr::Int(outputs.len() as i64));
+        }
         graph.add_node(&name, &op_type, attrs, inputs, outputs).map_err(|e| match e {
             Error::UnsupportedOp { node, op_type, domain, opset, .. } => {
                 Error::UnsupportedOp { node, op_type, domain, index, opset }
