@@ -1,13 +1,24 @@
-//! The nn op family.
+//! The nn op family: convolutions, pools, normalizations and resizing.
 
 use super::{Attrs, Op};
 use crate::error::Result;
 
+pub mod common;
+pub mod conv;
+#[cfg(test)]
+mod test_util;
+
 /// Op types this family builds.
-pub const OP_TYPES: &[&str] = &[];
+pub const OP_TYPES: &[&str] = &["Conv"];
+
+fn boxed<T: Op + 'static>(r: Result<T>) -> Option<Result<Box<dyn Op>>> {
+    Some(r.map(|op| Box::new(op) as Box<dyn Op>))
+}
 
 /// Builds an op of this family, or `None` if the op type is not one of ours.
 pub fn build(op_type: &str, attrs: &Attrs, opset: i64) -> Option<Result<Box<dyn Op>>> {
-    let _ = (op_type, attrs, opset);
-    None
+    match op_type {
+        "Conv" => boxed(conv::Conv::build(attrs, opset)),
+        _ => None,
+    }
 }
