@@ -40,11 +40,11 @@ impl Op for Floor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::elementwise::testutil::*;
-    use crate::tensor::DType;
-    use crate::ops::eval;
     #[allow(unused_imports)]
     use crate::ops::Attr;
+    use crate::ops::elementwise::testutil::*;
+    use crate::ops::eval;
+    use crate::tensor::DType;
 
     fn op() -> Floor {
         Floor::build(&Attrs::new(), 21).unwrap()

@@ -52,7 +52,13 @@ mod tests {
         let b = f32s(&[3], &[2.0, 2.0, 2.0]);
         let y = run1(&op(), &[&a, &b]);
         assert_eq!(y.dtype(), DType::Bool);
-        let want: Vec<f64> = [1.0, 2.0, 3.0, f64::NAN, 5.0, -0.0].iter().map(|&a: &f64| { let b = 2.0; (a <= b) as u8 as f64 }).collect();
+        let want: Vec<f64> = [1.0, 2.0, 3.0, f64::NAN, 5.0, -0.0]
+            .iter()
+            .map(|&a: &f64| {
+                let b = 2.0;
+                (a <= b) as u8 as f64
+            })
+            .collect();
         assert_eq!(values(&y), want);
         let zeros = run1(&op(), &[&f32s(&[1], &[0.0]), &f32s(&[1], &[-0.0])]);
         let (a, b) = (0.0, -0.0);
