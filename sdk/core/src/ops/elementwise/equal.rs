@@ -2,15 +2,13 @@
 
 use crate::error::Result;
 use crate::ops::elementwise::binary;
-#[allow(unused_imports)]
-use crate::ops::elementwise::common::{ALL, NUMERIC, with_any};
+use crate::ops::elementwise::common::{ALL, with_any};
 use crate::ops::{Attrs, InferInput, Op, TypeShape};
 use crate::tensor::{DType, TensorMut, TensorRef};
 
 /// The ONNX Equal op (every type (floats from opset 11)). NaN compares unequal and unordered.
 #[derive(Clone, Debug)]
 pub struct Equal {
-    #[allow(dead_code)]
     opset: i64,
 }
 

@@ -40,8 +40,6 @@ impl Op for HardSwish {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[allow(unused_imports)]
-    use crate::ops::Attr;
     use crate::ops::elementwise::testutil::*;
     use crate::ops::eval;
     use crate::tensor::DType;

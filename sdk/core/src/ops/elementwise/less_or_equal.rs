@@ -2,22 +2,18 @@
 
 use crate::error::Result;
 use crate::ops::elementwise::binary;
-#[allow(unused_imports)]
-use crate::ops::elementwise::common::{ALL, NUMERIC, with_any};
+use crate::ops::elementwise::common::{NUMERIC, with_any};
 use crate::ops::{Attrs, InferInput, Op, TypeShape};
 use crate::tensor::{DType, TensorMut, TensorRef};
 
 /// The ONNX LessOrEqual op (numeric types). NaN compares unequal and unordered.
 #[derive(Clone, Debug)]
-pub struct LessOrEqual {
-    #[allow(dead_code)]
-    opset: i64,
-}
+pub struct LessOrEqual;
 
 impl LessOrEqual {
     /// Builds the op (no attributes).
-    pub fn build(_attrs: &Attrs, opset: i64) -> Result<LessOrEqual> {
-        Ok(LessOrEqual { opset })
+    pub fn build(_attrs: &Attrs, _opset: i64) -> Result<LessOrEqual> {
+        Ok(LessOrEqual)
     }
 }
 

@@ -45,7 +45,6 @@ impl Op for Selu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[allow(unused_imports)]
     use crate::ops::Attr;
     use crate::ops::elementwise::testutil::*;
     use crate::ops::eval;
