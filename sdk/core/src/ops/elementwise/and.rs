@@ -43,7 +43,8 @@ mod tests {
     fn truth_table() {
         let a = tensor(DType::Bool, &[4], &[0.0, 0.0, 1.0, 1.0]);
         let b = tensor(DType::Bool, &[4], &[0.0, 1.0, 0.0, 1.0]);
-        let want: Vec<f64> = [(0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0)].iter().map(|&(a, b): &(f64, f64)| a * b).collect();
+        let want: Vec<f64> =
+            [(0.0, 0.0), (0.0, 1.0), (1.0, 0.0), (1.0, 1.0)].iter().map(|&(a, b): &(f64, f64)| a * b).collect();
         assert_eq!(values(&run1(&And, &[&a, &b])), want);
     }
 

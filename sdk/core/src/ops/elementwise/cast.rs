@@ -114,7 +114,9 @@ impl Cast {
         let Some(code) = attrs.int("to")? else { invalid!("Cast: missing required attribute `to`") };
         let to = i32::try_from(code).ok().and_then(DType::from_onnx);
         let Some(to) = to else {
-            invalid!("Cast: target type code {code} is not supported (edgert has float32, float16, int8, uint8, int32, int64, bool)")
+            invalid!(
+                "Cast: target type code {code} is not supported (edgert has float32, float16, int8, uint8, int32, int64, bool)"
+            )
         };
         Ok(Cast { to })
     }

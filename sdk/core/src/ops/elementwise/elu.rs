@@ -16,9 +16,7 @@ pub struct Elu {
 impl Elu {
     /// Builds the op from its attributes.
     pub fn build(attrs: &Attrs, _opset: i64) -> Result<Elu> {
-        Ok(Elu {
-            alpha: attrs.float_or("alpha", 1.0)?,
-        })
+        Ok(Elu { alpha: attrs.float_or("alpha", 1.0)? })
     }
 
     /// The element function.
@@ -45,11 +43,10 @@ impl Op for Elu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::elementwise::testutil::*;
-    use crate::tensor::DType;
-    use crate::ops::eval;
-    #[allow(unused_imports)]
     use crate::ops::Attr;
+    use crate::ops::elementwise::testutil::*;
+    use crate::ops::eval;
+    use crate::tensor::DType;
 
     fn op() -> Elu {
         Elu::build(&Attrs::new(), 21).unwrap()

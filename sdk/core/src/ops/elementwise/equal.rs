@@ -2,15 +2,13 @@
 
 use crate::error::Result;
 use crate::ops::elementwise::binary;
-#[allow(unused_imports)]
-use crate::ops::elementwise::common::{ALL, NUMERIC, with_any};
+use crate::ops::elementwise::common::{ALL, with_any};
 use crate::ops::{Attrs, InferInput, Op, TypeShape};
 use crate::tensor::{DType, TensorMut, TensorRef};
 
 /// The ONNX Equal op (every type (floats from opset 11)). NaN compares unequal and unordered.
 #[derive(Clone, Debug)]
 pub struct Equal {
-    #[allow(dead_code)]
     opset: i64,
 }
 
@@ -27,7 +25,12 @@ impl Op for Equal {
     }
 
     fn infer(&self, inputs: &[Option<InferInput>]) -> Result<Vec<TypeShape>> {
-        binary::infer(self.op_type(), inputs, if self.opset >= 11 { ALL } else { &[DType::Bool, DType::I32, DType::I64] }, Some(DType::Bool))
+        binary::infer(
+            self.op_type(),
+            inputs,
+            if self.opset >= 11 { ALL } else { &[DType::Bool, DType::I32, DType::I64] },
+            Some(DType::Bool),
+        )
     }
 
     fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
@@ -52,7 +55,13 @@ mod tests {
         let b = f32s(&[3], &[2.0, 2.0, 2.0]);
         let y = run1(&op(), &[&a, &b]);
         assert_eq!(y.dtype(), DType::Bool);
-        let want: Vec<f64> = [1.0, 2.0, 3.0, f64::NAN, 5.0, -0.0].iter().map(|&a: &f64| { let b = 2.0; (a == b) as u8 as f64 }).collect();
+        let want: Vec<f64> = [1.0, 2.0, 3.0, f64::NAN, 5.0, -0.0]
+            .iter()
+            .map(|&a: &f64| {
+                let b = 2.0;
+                (a == b) as u8 as f64
+            })
+            .collect();
         assert_eq!(values(&y), want);
         let zeros = run1(&op(), &[&f32s(&[1], &[0.0]), &f32s(&[1], &[-0.0])]);
         let (a, b) = (0.0, -0.0);

@@ -63,7 +63,13 @@ mod tests {
             let f = |t: f64| (-t * t).exp();
             let s: f64 = (0..=n)
                 .map(|i| {
-                    let w = if i == 0 || i == n { 1.0 } else if i % 2 == 1 { 4.0 } else { 2.0 };
+                    let w = if i == 0 || i == n {
+                        1.0
+                    } else if i % 2 == 1 {
+                        4.0
+                    } else {
+                        2.0
+                    };
                     w * f(i as f64 * h)
                 })
                 .sum();

@@ -41,10 +41,8 @@ impl Op for Exp {
 mod tests {
     use super::*;
     use crate::ops::elementwise::testutil::*;
-    use crate::tensor::DType;
     use crate::ops::eval;
-    #[allow(unused_imports)]
-    use crate::ops::Attr;
+    use crate::tensor::DType;
 
     fn op() -> Exp {
         Exp::build(&Attrs::new(), 21).unwrap()

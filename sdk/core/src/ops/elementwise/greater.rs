@@ -2,22 +2,18 @@
 
 use crate::error::Result;
 use crate::ops::elementwise::binary;
-#[allow(unused_imports)]
-use crate::ops::elementwise::common::{ALL, NUMERIC, with_any};
+use crate::ops::elementwise::common::{NUMERIC, with_any};
 use crate::ops::{Attrs, InferInput, Op, TypeShape};
 use crate::tensor::{DType, TensorMut, TensorRef};
 
 /// The ONNX Greater op (numeric types). NaN compares unequal and unordered.
 #[derive(Clone, Debug)]
-pub struct Greater {
-    #[allow(dead_code)]
-    opset: i64,
-}
+pub struct Greater;
 
 impl Greater {
     /// Builds the op (no attributes).
-    pub fn build(_attrs: &Attrs, opset: i64) -> Result<Greater> {
-        Ok(Greater { opset })
+    pub fn build(_attrs: &Attrs, _opset: i64) -> Result<Greater> {
+        Ok(Greater)
     }
 }
 
@@ -30,6 +26,8 @@ impl Op for Greater {
         binary::infer(self.op_type(), inputs, NUMERIC, Some(DType::Bool))
     }
 
+    // The Bool instance (rejected by `infer`) comes from the shared type dispatch.
+    #[allow(clippy::bool_comparison)]
     fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
         let (a, b, y) = binary::io(inputs, outputs)?;
         with_any!(a.dtype(), T => binary::zip::<T, T, bool>(a, b, y, |p, q| p > q))
@@ -52,7 +50,13 @@ mod tests {
         let b = f32s(&[3], &[2.0, 2.0, 2.0]);
         let y = run1(&op(), &[&a, &b]);
         assert_eq!(y.dtype(), DType::Bool);
-        let want: Vec<f64> = [1.0, 2.0, 3.0, f64::NAN, 5.0, -0.0].iter().map(|&a: &f64| { let b = 2.0; (a > b) as u8 as f64 }).collect();
+        let want: Vec<f64> = [1.0, 2.0, 3.0, f64::NAN, 5.0, -0.0]
+            .iter()
+            .map(|&a: &f64| {
+                let b = 2.0;
+                (a > b) as u8 as f64
+            })
+            .collect();
         assert_eq!(values(&y), want);
         let zeros = run1(&op(), &[&f32s(&[1], &[0.0]), &f32s(&[1], &[-0.0])]);
         let (a, b) = (0.0, -0.0);

@@ -18,10 +18,7 @@ pub struct HardSigmoid {
 impl HardSigmoid {
     /// Builds the op from its attributes.
     pub fn build(attrs: &Attrs, _opset: i64) -> Result<HardSigmoid> {
-        Ok(HardSigmoid {
-            alpha: attrs.float_or("alpha", 0.2)?,
-            beta: attrs.float_or("beta", 0.5)?,
-        })
+        Ok(HardSigmoid { alpha: attrs.float_or("alpha", 0.2)?, beta: attrs.float_or("beta", 0.5)? })
     }
 
     /// The element function.
@@ -48,11 +45,10 @@ impl Op for HardSigmoid {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::elementwise::testutil::*;
-    use crate::tensor::DType;
-    use crate::ops::eval;
-    #[allow(unused_imports)]
     use crate::ops::Attr;
+    use crate::ops::elementwise::testutil::*;
+    use crate::ops::eval;
+    use crate::tensor::DType;
 
     fn op() -> HardSigmoid {
         HardSigmoid::build(&Attrs::new(), 21).unwrap()

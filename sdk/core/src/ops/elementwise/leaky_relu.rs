@@ -16,9 +16,7 @@ pub struct LeakyRelu {
 impl LeakyRelu {
     /// Builds the op from its attributes.
     pub fn build(attrs: &Attrs, _opset: i64) -> Result<LeakyRelu> {
-        Ok(LeakyRelu {
-            alpha: attrs.float_or("alpha", 0.01)?,
-        })
+        Ok(LeakyRelu { alpha: attrs.float_or("alpha", 0.01)? })
     }
 
     /// The element function.
@@ -45,11 +43,10 @@ impl Op for LeakyRelu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::elementwise::testutil::*;
-    use crate::tensor::DType;
-    use crate::ops::eval;
-    #[allow(unused_imports)]
     use crate::ops::Attr;
+    use crate::ops::elementwise::testutil::*;
+    use crate::ops::eval;
+    use crate::tensor::DType;
 
     fn op() -> LeakyRelu {
         LeakyRelu::build(&Attrs::new(), 21).unwrap()

@@ -2,22 +2,18 @@
 
 use crate::error::Result;
 use crate::ops::elementwise::binary;
-#[allow(unused_imports)]
-use crate::ops::elementwise::common::{ALL, NUMERIC, with_any};
+use crate::ops::elementwise::common::{NUMERIC, with_any};
 use crate::ops::{Attrs, InferInput, Op, TypeShape};
 use crate::tensor::{DType, TensorMut, TensorRef};
 
 /// The ONNX LessOrEqual op (numeric types). NaN compares unequal and unordered.
 #[derive(Clone, Debug)]
-pub struct LessOrEqual {
-    #[allow(dead_code)]
-    opset: i64,
-}
+pub struct LessOrEqual;
 
 impl LessOrEqual {
     /// Builds the op (no attributes).
-    pub fn build(_attrs: &Attrs, opset: i64) -> Result<LessOrEqual> {
-        Ok(LessOrEqual { opset })
+    pub fn build(_attrs: &Attrs, _opset: i64) -> Result<LessOrEqual> {
+        Ok(LessOrEqual)
     }
 }
 
@@ -52,7 +48,13 @@ mod tests {
         let b = f32s(&[3], &[2.0, 2.0, 2.0]);
         let y = run1(&op(), &[&a, &b]);
         assert_eq!(y.dtype(), DType::Bool);
-        let want: Vec<f64> = [1.0, 2.0, 3.0, f64::NAN, 5.0, -0.0].iter().map(|&a: &f64| { let b = 2.0; (a <= b) as u8 as f64 }).collect();
+        let want: Vec<f64> = [1.0, 2.0, 3.0, f64::NAN, 5.0, -0.0]
+            .iter()
+            .map(|&a: &f64| {
+                let b = 2.0;
+                (a <= b) as u8 as f64
+            })
+            .collect();
         assert_eq!(values(&y), want);
         let zeros = run1(&op(), &[&f32s(&[1], &[0.0]), &f32s(&[1], &[-0.0])]);
         let (a, b) = (0.0, -0.0);

@@ -1,12 +1,12 @@
 //! Max: elementwise maximum of one or more inputs, with broadcasting; NaN wins.
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::elementwise::common::{FLOATS, NUMERIC, with_numeric};
 use crate::ops::elementwise::num::Num;
 use crate::ops::elementwise::variadic;
 use crate::ops::{Attrs, InferInput, Op, TypeShape};
 use crate::tensor::{TensorMut, TensorRef};
-use crate::invalid;
 
 /// The ONNX Max op: float types, every numeric type from opset 12.
 #[derive(Clone, Debug)]
@@ -72,7 +72,8 @@ mod tests {
         // Three inputs of different shapes.
         let mut rng = Rng::new(9);
         let shapes: [&[usize]; 3] = [&[2, 1, 7], &[3, 1], &[7]];
-        let vals: Vec<Vec<f64>> = shapes.iter().map(|s| random_values(&mut rng, DType::F32, s.iter().product(), -5.0, 5.0)).collect();
+        let vals: Vec<Vec<f64>> =
+            shapes.iter().map(|s| random_values(&mut rng, DType::F32, s.iter().product(), -5.0, 5.0)).collect();
         let ts: Vec<_> = shapes.iter().zip(&vals).map(|(s, v)| tensor(DType::F32, s, v)).collect();
         let y = run1(&op(), &[&ts[0], &ts[1], &ts[2]]);
         assert_eq!(y.shape(), &[2, 3, 7]);

@@ -9,10 +9,10 @@ pub mod binary;
 pub mod common;
 pub mod num;
 pub mod special;
-pub mod unary;
-pub mod variadic;
 #[cfg(test)]
 mod testutil;
+pub mod unary;
+pub mod variadic;
 
 pub mod abs;
 pub mod add;

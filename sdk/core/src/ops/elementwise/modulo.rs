@@ -1,7 +1,8 @@
 //! Mod (the ONNX op; `mod` is a Rust keyword): remainder with broadcasting. With `fmod = 0`
-//! (integers only) the result takes the sign of the divisor, as Python's `%`; with
-//! `fmod = 1` the sign of the dividend, as C's `fmod`. Integer `x mod 0` gives 0 (numpy's
-//! result, without its warning).
+//! the result takes the sign of the divisor, as Python's `%`; with `fmod = 1` the sign of
+//! the dividend, as C's `fmod`. Floats need `fmod = 1` before opset 28, which defined
+//! `fmod = 0` for them too (`x - floor(x / y) * y`, a zero result taking the sign of y).
+//! Integer `x mod 0` gives 0 (numpy's result, without its warning).
 
 use crate::error::Result;
 use crate::invalid;
@@ -16,17 +17,18 @@ use crate::tensor::{TensorMut, TensorRef};
 pub struct Mod {
     /// True for `fmod = 1` (C semantics).
     pub fmod: bool,
+    opset: i64,
 }
 
 impl Mod {
     /// Builds the op from its `fmod` attribute (0 or 1, default 0).
-    pub fn build(attrs: &Attrs, _opset: i64) -> Result<Mod> {
+    pub fn build(attrs: &Attrs, opset: i64) -> Result<Mod> {
         let fmod = match attrs.int_or("fmod", 0)? {
             0 => false,
             1 => true,
             other => invalid!("Mod: fmod must be 0 or 1, got {other}"),
         };
-        Ok(Mod { fmod })
+        Ok(Mod { fmod, opset })
     }
 }
 
@@ -37,7 +39,7 @@ impl Op for Mod {
 
     fn infer(&self, inputs: &[Option<InferInput>]) -> Result<Vec<TypeShape>> {
         let out = binary::infer(self.op_type(), inputs, NUMERIC, None)?;
-        if !self.fmod && out[0].dtype.is_float() {
+        if !self.fmod && out[0].dtype.is_float() && self.opset < 28 {
             invalid!("Mod: floating-point inputs ({}) need fmod = 1", out[0].dtype);
         }
         Ok(out)
@@ -94,6 +96,18 @@ mod tests {
         check_binary(&op(0), DType::U8, DType::U8, (1.0, 250.0), py_mod);
         check_binary(&op(1), DType::F32, DType::F32, (-10.0, 10.0), c_fmod);
         check_binary(&op(1), DType::F16, DType::F16, (1.0, 10.0), c_fmod);
+    }
+
+    #[test]
+    fn float_floor_mod_from_opset_28() {
+        let op = Mod::build(&Attrs::new(), 28).unwrap();
+        let a = f32s(&[7], &[-4.0, 7.5, 0.0, -0.0, 5.0, -5.0, 1.0]);
+        let b = f32s(&[7], &[3.0, -2.0, -2.0, 2.0, 0.0, f32::INFINITY, f32::INFINITY]);
+        let y = values(&run1(&op, &[&a, &b]));
+        assert_eq!(y[..2], [2.0, -0.5]);
+        assert!(y[2] == 0.0 && y[2].is_sign_negative() && y[3] == 0.0 && y[3].is_sign_positive());
+        assert!(y[4].is_nan());
+        assert_eq!(y[5..], [f64::INFINITY, 1.0]);
     }
 
     #[test]

@@ -63,7 +63,13 @@ mod tests {
 
     #[test]
     fn integer_semantics() {
-        assert_eq!(values(&run1(&Mul::build(&Attrs::new(), 14).unwrap(), &[&tensor(DType::I8, &[2], &[100.0, -3.0]), &tensor(DType::I8, &[], &[2.0])])), vec![-56.0, -6.0]);
+        assert_eq!(
+            values(&run1(
+                &Mul::build(&Attrs::new(), 14).unwrap(),
+                &[&tensor(DType::I8, &[2], &[100.0, -3.0]), &tensor(DType::I8, &[], &[2.0])]
+            )),
+            vec![-56.0, -6.0]
+        );
     }
 
     #[test]

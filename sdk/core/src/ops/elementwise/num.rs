@@ -118,6 +118,16 @@ impl Num for f32 {
     fn fmod(self, o: Self) -> Self {
         self % o
     }
+    fn floor_mod(self, o: Self) -> Self {
+        let r = self % o;
+        if r == 0.0 {
+            0.0f32.copysign(o)
+        } else if (r < 0.0) != (o < 0.0) {
+            r + o
+        } else {
+            r
+        }
+    }
     fn max_of(self, o: Self) -> Self {
         if self.is_nan() || o.is_nan() { f32::NAN } else { self.max(o) }
     }
@@ -165,6 +175,9 @@ impl Num for f16 {
     }
     fn fmod(self, o: Self) -> Self {
         f16::from_f32(self.to_f32() % o.to_f32())
+    }
+    fn floor_mod(self, o: Self) -> Self {
+        f16::from_f32(self.to_f32().floor_mod(o.to_f32()))
     }
     fn max_of(self, o: Self) -> Self {
         f16::from_f32(self.to_f32().max_of(o.to_f32()))

@@ -7,7 +7,9 @@
 
 use crate::error::Result;
 use crate::ops::elementwise::binary;
-use crate::ops::elementwise::common::{FLOATS, NUMERIC, broadcast_out, check_arity, check_dtype, check_same_dtype, with_numeric};
+use crate::ops::elementwise::common::{
+    FLOATS, NUMERIC, broadcast_out, check_arity, check_dtype, check_same_dtype, with_numeric,
+};
 use crate::ops::elementwise::num::Num;
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
@@ -30,7 +32,13 @@ fn int_pow(base: i64, exp: i64) -> i64 {
     if exp < 0 {
         return match base {
             1 => 1,
-            -1 => if exp % 2 == 0 { 1 } else { -1 },
+            -1 => {
+                if exp % 2 == 0 {
+                    1
+                } else {
+                    -1
+                }
+            }
             _ => 0,
         };
     }

@@ -4,7 +4,9 @@
 use crate::error::Result;
 use crate::invalid;
 use crate::ops::elementwise::binary;
-use crate::ops::elementwise::common::{FLOATS, broadcast_out, check_arity, check_dtype, check_same_dtype, with_numeric};
+use crate::ops::elementwise::common::{
+    FLOATS, broadcast_out, check_arity, check_dtype, check_same_dtype, with_numeric,
+};
 use crate::ops::elementwise::num::Num;
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
@@ -40,6 +42,8 @@ impl Op for PRelu {
         Ok(vec![TypeShape::new(x.dtype, x.shape.to_vec())])
     }
 
+    // `v < 0` is always false for uint8, which `infer` rejects anyway.
+    #[allow(clippy::absurd_extreme_comparisons)]
     fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
         let (x, slope, y) = binary::io(inputs, outputs)?;
         with_numeric!(x.dtype(), T => binary::zip::<T, T, T>(x, slope, y, |v, s| if v < T::ZERO { v.mul(s) } else { v }))
@@ -74,7 +78,9 @@ mod tests {
     fn random_matches_reference() {
         let mut rng = Rng::new(5);
         for dtype in [DType::F32, DType::F16, DType::I64] {
-            for (xs_shape, s_shape) in [(&[2, 3, 7][..], &[3, 1][..]), (&[13], &[13]), (&[2, 13], &[]), (&[4, 5, 6, 7], &[7])] {
+            for (xs_shape, s_shape) in
+                [(&[2, 3, 7][..], &[3, 1][..]), (&[13], &[13]), (&[2, 13], &[]), (&[4, 5, 6, 7], &[7])]
+            {
                 let xv = random_values(&mut rng, dtype, xs_shape.iter().product(), -10.0, 10.0);
                 let sv = random_values(&mut rng, dtype, s_shape.iter().product(), 0.0, 3.0);
                 let y = run1(&op(), &[&tensor(dtype, xs_shape, &xv), &tensor(dtype, s_shape, &sv)]);

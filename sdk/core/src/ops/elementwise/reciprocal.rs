@@ -41,10 +41,8 @@ impl Op for Reciprocal {
 mod tests {
     use super::*;
     use crate::ops::elementwise::testutil::*;
-    use crate::tensor::DType;
     use crate::ops::eval;
-    #[allow(unused_imports)]
-    use crate::ops::Attr;
+    use crate::tensor::DType;
 
     fn op() -> Reciprocal {
         Reciprocal::build(&Attrs::new(), 21).unwrap()

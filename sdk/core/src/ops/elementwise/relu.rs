@@ -29,6 +29,8 @@ impl Op for Relu {
         unary::infer(self.op_type(), inputs, if self.opset >= 14 { SIGNED } else { FLOATS })
     }
 
+    // `v < 0` is always false for uint8, which `infer` rejects anyway.
+    #[allow(clippy::absurd_extreme_comparisons)]
     fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
         let (x, y) = unary::io(inputs, outputs)?;
         with_numeric!(x.dtype(), T => unary::map::<T, T>(x, y, |v| if v < T::ZERO { T::ZERO } else { v }))

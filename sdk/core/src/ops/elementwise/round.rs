@@ -41,10 +41,8 @@ impl Op for Round {
 mod tests {
     use super::*;
     use crate::ops::elementwise::testutil::*;
-    use crate::tensor::DType;
     use crate::ops::eval;
-    #[allow(unused_imports)]
-    use crate::ops::Attr;
+    use crate::tensor::DType;
 
     fn op() -> Round {
         Round::build(&Attrs::new(), 21).unwrap()
@@ -52,7 +50,8 @@ mod tests {
 
     #[test]
     fn known_values() {
-        let cases: &[(f32, f32)] = &[(0.5, 0.0), (1.5, 2.0), (2.5, 2.0), (-0.5, -0.0), (-1.5, -2.0), (2.4, 2.0), (-2.6, -3.0)];
+        let cases: &[(f32, f32)] =
+            &[(0.5, 0.0), (1.5, 2.0), (2.5, 2.0), (-0.5, -0.0), (-1.5, -2.0), (2.4, 2.0), (-2.6, -3.0)];
         let x = f32s(&[cases.len()], &cases.iter().map(|c| c.0).collect::<Vec<_>>());
         let y = run1(&op(), &[&x]);
         for (&(xi, want), got) in cases.iter().zip(values(&y)) {

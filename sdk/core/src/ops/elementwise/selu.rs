@@ -18,10 +18,7 @@ pub struct Selu {
 impl Selu {
     /// Builds the op from its attributes.
     pub fn build(attrs: &Attrs, _opset: i64) -> Result<Selu> {
-        Ok(Selu {
-            alpha: attrs.float_or("alpha", 1.673_263_2)?,
-            gamma: attrs.float_or("gamma", 1.050_701)?,
-        })
+        Ok(Selu { alpha: attrs.float_or("alpha", 1.673_263_2)?, gamma: attrs.float_or("gamma", 1.050_701)? })
     }
 
     /// The element function.
@@ -48,11 +45,10 @@ impl Op for Selu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::elementwise::testutil::*;
-    use crate::tensor::DType;
-    use crate::ops::eval;
-    #[allow(unused_imports)]
     use crate::ops::Attr;
+    use crate::ops::elementwise::testutil::*;
+    use crate::ops::eval;
+    use crate::tensor::DType;
 
     fn op() -> Selu {
         Selu::build(&Attrs::new(), 21).unwrap()
@@ -70,7 +66,9 @@ mod tests {
 
     #[test]
     fn random_matches_reference() {
-        check_unary_float(&op(), -6.0, 6.0, |x: f64| if x > 0.0 { 1.0507009873554805 * x } else { 1.0507009873554805 * 1.6732632423543772 * (x.exp() - 1.0) });
+        check_unary_float(&op(), -6.0, 6.0, |x: f64| {
+            if x > 0.0 { 1.0507009873554805 * x } else { 1.0507009873554805 * 1.6732632423543772 * (x.exp() - 1.0) }
+        });
     }
 
     #[test]

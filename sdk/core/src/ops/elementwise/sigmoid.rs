@@ -47,10 +47,8 @@ impl Op for Sigmoid {
 mod tests {
     use super::*;
     use crate::ops::elementwise::testutil::*;
-    use crate::tensor::DType;
     use crate::ops::eval;
-    #[allow(unused_imports)]
-    use crate::ops::Attr;
+    use crate::tensor::DType;
 
     fn op() -> Sigmoid {
         Sigmoid::build(&Attrs::new(), 21).unwrap()
@@ -58,7 +56,7 @@ mod tests {
 
     #[test]
     fn known_values() {
-        let cases: &[(f32, f32)] = &[(0.0, 0.5), (2.0, 0.880797078), (-2.0, 0.119202922), (-100.0, 3.720076e-44), (100.0, 1.0)];
+        let cases: &[(f32, f32)] = &[(0.0, 0.5), (2.0, 0.880_797_1), (-2.0, 0.119_202_92), (-100.0, 0.0), (100.0, 1.0)];
         let x = f32s(&[cases.len()], &cases.iter().map(|c| c.0).collect::<Vec<_>>());
         let y = run1(&op(), &[&x]);
         for (&(xi, want), got) in cases.iter().zip(values(&y)) {

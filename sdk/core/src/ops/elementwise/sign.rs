@@ -52,7 +52,15 @@ mod tests {
 
     #[test]
     fn random_matches_reference() {
-        let reference = |x: f64| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 };
+        let reference = |x: f64| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        };
         check_unary(&Sign, &[DType::F32, DType::F16, DType::I8, DType::I32, DType::I64], -5.0, 5.0, reference);
     }
 

@@ -23,7 +23,13 @@ pub fn erfc(x: f64) -> f64 {
     if x.is_nan() {
         return f64::NAN;
     }
-    if x >= 2.5 { erfc_cf(x) } else if x > -2.5 { 1.0 - erf_series(x) } else { 2.0 - erfc_cf(-x) }
+    if x >= 2.5 {
+        erfc_cf(x)
+    } else if x > -2.5 {
+        1.0 - erf_series(x)
+    } else {
+        2.0 - erfc_cf(-x)
+    }
 }
 
 /// 2/√π Σ (-1)ⁿ x^(2n+1) / (n! (2n+1)); converges fast for |x| < 2.5.

@@ -63,7 +63,13 @@ mod tests {
 
     #[test]
     fn integer_semantics() {
-        assert_eq!(values(&run1(&Sub::build(&Attrs::new(), 14).unwrap(), &[&tensor(DType::U8, &[2], &[5.0, 1.0]), &tensor(DType::U8, &[], &[10.0])])), vec![251.0, 247.0]);
+        assert_eq!(
+            values(&run1(
+                &Sub::build(&Attrs::new(), 14).unwrap(),
+                &[&tensor(DType::U8, &[2], &[5.0, 1.0]), &tensor(DType::U8, &[], &[10.0])]
+            )),
+            vec![251.0, 247.0]
+        );
     }
 
     #[test]

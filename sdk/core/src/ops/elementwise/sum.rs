@@ -22,7 +22,12 @@ impl Sum {
 }
 
 /// Sums `inputs` into `y`, then divides by `divisor` (1 for Sum, n for Mean).
-pub(crate) fn sum_into(inputs: &[Option<TensorRef>], y: &mut TensorMut, scratch: &mut [u8], divisor: f32) -> Result<()> {
+pub(crate) fn sum_into(
+    inputs: &[Option<TensorRef>],
+    y: &mut TensorMut,
+    scratch: &mut [u8],
+    divisor: f32,
+) -> Result<()> {
     let shape = y.shape;
     match y.dtype() {
         DType::F32 => {

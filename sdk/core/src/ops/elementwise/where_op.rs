@@ -4,7 +4,9 @@
 use crate::error::Result;
 use crate::invalid;
 use crate::ops::broadcast::for_each3;
-use crate::ops::elementwise::common::{ALL, BOOL, broadcast_out, check_arity, check_broadcasts, check_dtype, check_same_dtype, with_any};
+use crate::ops::elementwise::common::{
+    ALL, BOOL, broadcast_out, check_arity, check_broadcasts, check_dtype, check_same_dtype, with_any,
+};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{Element, TensorMut, TensorRef};
 
@@ -81,8 +83,12 @@ mod tests {
     #[test]
     fn random_matches_reference() {
         let mut rng = Rng::new(13);
-        let cases: [[&[usize]; 3]; 4] =
-            [[&[7], &[7], &[7]], [&[2, 1, 13], &[13], &[3, 1]], [&[], &[2, 7], &[7]], [&[4, 1, 1], &[1, 5, 1], &[1, 1, 6]]];
+        let cases: [[&[usize]; 3]; 4] = [
+            [&[7], &[7], &[7]],
+            [&[2, 1, 13], &[13], &[3, 1]],
+            [&[], &[2, 7], &[7]],
+            [&[4, 1, 1], &[1, 5, 1], &[1, 1, 6]],
+        ];
         for dtype in [DType::F32, DType::F16, DType::U8, DType::I32, DType::Bool] {
             for shapes in cases {
                 let cv = random_values(&mut rng, DType::Bool, shapes[0].iter().product(), 0.0, 1.0);
@@ -90,7 +96,11 @@ mod tests {
                 let yv = random_values(&mut rng, dtype, shapes[2].iter().product(), 0.0, 100.0);
                 let out = run1(
                     &Where,
-                    &[&tensor(DType::Bool, shapes[0], &cv), &tensor(dtype, shapes[1], &xv), &tensor(dtype, shapes[2], &yv)],
+                    &[
+                        &tensor(DType::Bool, shapes[0], &cv),
+                        &tensor(dtype, shapes[1], &xv),
+                        &tensor(dtype, shapes[2], &yv),
+                    ],
                 );
                 let os = out.shape().to_vec();
                 for (o, g) in values(&out).into_iter().enumerate() {
