@@ -1,13 +1,62 @@
-//! The shape op family.
+//! The shape op family: ops that move, select or create elements without arithmetic on
+//! them (Reshape, Transpose, Slice, Gather, Pad, ...). Every op works for every element
+//! type, Bool included.
 
 use super::{Attrs, Op};
 use crate::error::Result;
 
+mod util;
+
+pub mod concat;
+pub mod flatten;
+pub mod gather;
+pub mod gather_elements;
+pub mod identity;
+pub mod reshape;
+pub mod scatter_nd;
+pub mod slice;
+pub mod split;
+pub mod squeeze;
+pub mod transpose;
+pub mod unsqueeze;
+
 /// Op types this family builds.
-pub const OP_TYPES: &[&str] = &[];
+pub const OP_TYPES: &[&str] = &[
+    "Concat", "Flatten", "Gather", "GatherElements", "Identity", "Reshape", "ScatterND", "Slice", "Split", "Squeeze", "Transpose", "Unsqueeze",
+];
+
+fn boxed<T: Op + 'static>(r: Result<T>) -> Option<Result<Box<dyn Op>>> {
+    Some(r.map(|op| Box::new(op) as Box<dyn Op>))
+}
 
 /// Builds an op of this family, or `None` if the op type is not one of ours.
 pub fn build(op_type: &str, attrs: &Attrs, opset: i64) -> Option<Result<Box<dyn Op>>> {
-    let _ = (op_type, attrs, opset);
-    None
+    match op_type {
+        "Concat" => boxed(concat::Concat::build(attrs, opset)),
+        "Flatten" => boxed(flatten::Flatten::build(attrs, opset)),
+        "Gather" => boxed(gather::Gather::build(attrs, opset)),
+        "GatherElements" => boxed(gather_elements::GatherElements::build(attrs, opset)),
+        "Identity" => boxed(identity::Identity::build(attrs, opset)),
+        "Reshape" => boxed(reshape::Reshape::build(attrs, opset)),
+        "ScatterND" => boxed(scatter_nd::ScatterNd::build(attrs, opset)),
+        "Slice" => boxed(slice::Slice::build(attrs, opset)),
+        "Split" => boxed(split::Split::build(attrs, opset)),
+        "Squeeze" => boxed(squeeze::Squeeze::build(attrs, opset)),
+        "Transpose" => boxed(transpose::Transpose::build(attrs, opset)),
+        "Unsqueeze" => boxed(unsqueeze::Unsqueeze::build(attrs, opset)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_type_builds() {
+        for &t in OP_TYPES {
+            assert!(build(t, &Attrs::new(), 21).is_some(), "{t} is listed but not dispatched");
+        }
+        assert!(build("Conv", &Attrs::new(), 21).is_none());
+    }
 }
