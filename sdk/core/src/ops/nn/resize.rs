@@ -9,7 +9,7 @@
 
 use crate::error::Result;
 use crate::ops::nn::common::{next_index, read_f32};
-use crate::ops::{Attrs, InferInput, Op, TypeShape, optional, required};
+use crate::ops::{Attrs, InferInput, Op, TypeShape, const_value, optional, required};
 use crate::tensor::{DType, DataRef, Element, MAX_RANK, TensorMut, TensorRef};
 use crate::{invalid, invalid_err};
 
@@ -424,10 +424,7 @@ impl Op for Resize {
             match optional(inputs, i) {
                 None => Ok(None),
                 Some(inp) if inp.shape.contains(&0) => Ok(None),
-                Some(inp) => match inp.value {
-                    Some(t) => Ok(Some(t.view().data)),
-                    None => invalid!("Resize input {what} must be a constant (known when shapes are planned)"),
-                },
+                Some(_) => Ok(Some(const_value(inputs, i, what)?.view().data)),
             }
         };
         let roi = optional(inputs, 1);
