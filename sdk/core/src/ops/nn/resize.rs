@@ -220,7 +220,13 @@ impl Resize {
     }
 
     /// Output shape and per-axis scales from the input shape and the scales or sizes.
-    fn plan(&self, x: &[usize], scales: Option<DataRef>, sizes: Option<DataRef>, roi: Option<DataRef>) -> Result<ResizePlan> {
+    fn plan(
+        &self,
+        x: &[usize],
+        scales: Option<DataRef>,
+        sizes: Option<DataRef>,
+        roi: Option<DataRef>,
+    ) -> Result<ResizePlan> {
         let rank = x.len();
         if rank == 0 || rank > MAX_RANK {
             invalid!("Resize input must have rank 1 to {MAX_RANK}, got {x:?}");
@@ -242,7 +248,7 @@ impl Resize {
                 }
                 for (i, &a) in axes[..naxes].iter().enumerate() {
                     let v = read_f32(s, i) as f64;
-                    if !(v > 0.0) || !v.is_finite() {
+                    if v.is_nan() || v <= 0.0 || !v.is_finite() {
                         invalid!("scales must be positive, got {v} for axis {a}");
                     }
                     let out = (x[a] as f64 * v).floor();
@@ -273,7 +279,8 @@ impl Resize {
                     p.scale[a] = o as f64 / x[a] as f64;
                 }
                 if self.policy != Policy::Stretch && naxes > 0 {
-                    let pick = |acc: f64, v: f64| if self.policy == Policy::NotLarger { acc.min(v) } else { acc.max(v) };
+                    let pick =
+                        |acc: f64, v: f64| if self.policy == Policy::NotLarger { acc.min(v) } else { acc.max(v) };
                     let s = axes[1..naxes].iter().fold(p.scale[axes[0]], |acc, &a| pick(acc, p.scale[a]));
                     for &a in &axes[..naxes] {
                         p.scale[a] = s;
@@ -293,7 +300,8 @@ impl Resize {
         };
         for &a in &axes[..naxes] {
             let (r0, r1) = roi_id(a);
-            let identity = p.output[a] == x[a] && (p.scale[a] - 1.0).abs() <= 1e-9 && r0.abs() <= 1e-9 && (r1 - 1.0).abs() <= 1e-9;
+            let identity =
+                p.output[a] == x[a] && (p.scale[a] - 1.0).abs() <= 1e-9 && r0.abs() <= 1e-9 && (r1 - 1.0).abs() <= 1e-9;
             p.active[a] = !identity && p.output[a] > 0;
             if p.active[a] && x[a] == 0 {
                 invalid!("cannot resize the empty axis {a}");
@@ -331,7 +339,11 @@ impl Resize {
             Ctm::TfHalfPixelForNn => (x + 0.5) / scale,
             Ctm::TfCropAndResize => {
                 let (r0, r1) = roi;
-                let v = if out_f == 1.0 { (r1 - r0) * (nf - 1.0) / 2.0 } else { x * (r1 - r0) * (nf - 1.0) / (out_f - 1.0) };
+                let v = if out_f == 1.0 {
+                    (r1 - r0) * (nf - 1.0) / 2.0
+                } else {
+                    x * (r1 - r0) * (nf - 1.0) / (out_f - 1.0)
+                };
                 v + r0 * (nf - 1.0)
             }
         };
@@ -428,13 +440,15 @@ impl Op for Resize {
             }
         };
         let roi = optional(inputs, 1);
-        if let Some(r) = roi {
-            if !r.dtype.is_float() || r.shape.len() != 1 {
-                invalid!("roi must be a 1-D float tensor, got {} {:?}", r.dtype, r.shape);
-            }
+        if let Some(r) = roi
+            && (!r.dtype.is_float() || r.shape.len() != 1)
+        {
+            invalid!("roi must be a 1-D float tensor, got {} {:?}", r.dtype, r.shape);
         }
         let roi_data = roi.and_then(|r| r.value).map(|t| t.view().data);
-        if self.ctm == Ctm::TfCropAndResize && roi.is_none_or(|r| r.shape != [2 * self.axes(x.shape.len()).map(|a| a.1).unwrap_or(0)]) {
+        if self.ctm == Ctm::TfCropAndResize
+            && roi.is_none_or(|r| r.shape != [2 * self.axes(x.shape.len()).map(|a| a.1).unwrap_or(0)])
+        {
             invalid!("tf_crop_and_resize needs roi with 2 values (start, end) per resized axis");
         }
         let p = self.plan(x.shape, value(2, "scales")?, value(3, "sizes")?, roi_data)?;
@@ -535,7 +549,6 @@ impl Resize {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -561,7 +574,11 @@ mod tests {
         assert_close(&y[0], &[1, 1, 4, 4], &want, 0.0);
         // Integers resize too (nearest copies, linear rounds).
         let xi = Tensor::new(vec![1, 3], TensorData::I32(vec![0, 10, 20])).unwrap();
-        let op = Resize::build(&Attrs::new().with("mode", s("linear")).with("coordinate_transformation_mode", s("align_corners")), 13).unwrap();
+        let op = Resize::build(
+            &Attrs::new().with("mode", s("linear")).with("coordinate_transformation_mode", s("align_corners")),
+            13,
+        )
+        .unwrap();
         let sizes = Tensor::from_i64(&[2], vec![1, 5]).unwrap();
         let y = eval(&op, &[Some(&xi), None, None, Some(&sizes)]).unwrap();
         assert_eq!(y[0].data(), &TensorData::I32(vec![0, 5, 10, 15, 20]));
@@ -570,7 +587,11 @@ mod tests {
     #[test]
     fn bilinear_align_corners_by_hand() {
         let x = t(&[1, 1, 2, 2], &[0., 1., 2., 3.]);
-        let op = Resize::build(&Attrs::new().with("mode", s("linear")).with("coordinate_transformation_mode", s("align_corners")), 13).unwrap();
+        let op = Resize::build(
+            &Attrs::new().with("mode", s("linear")).with("coordinate_transformation_mode", s("align_corners")),
+            13,
+        )
+        .unwrap();
         let sizes = Tensor::from_i64(&[4], vec![1, 1, 3, 3]).unwrap();
         let y = eval(&op, &[Some(&x), None, None, Some(&sizes)]).unwrap();
         assert_close(&y[0], &[1, 1, 3, 3], &[0., 0.5, 1., 1., 1.5, 2., 2., 2.5, 3.], 1e-6);
@@ -588,7 +609,8 @@ mod tests {
             let roi = roi.map(|r| t(&[r.len()], &r));
             let sc = sc.map(|v| scales(&v));
             let sz = sz.map(|v| Tensor::from_i64(&[v.len()], v).unwrap());
-            let y = eval(&op, &[Some(&x), roi.as_ref(), sc.as_ref(), sz.as_ref()]).unwrap_or_else(|e| panic!("case {i}: {e}"));
+            let y = eval(&op, &[Some(&x), roi.as_ref(), sc.as_ref(), sz.as_ref()])
+                .unwrap_or_else(|e| panic!("case {i}: {e}"));
             assert_close(&y[0], &ys, &yv, 1e-4);
             let y16 = eval(&op, &[Some(&to_f16(&x)), roi.as_ref(), sc.as_ref(), sz.as_ref()]).unwrap();
             assert_close(&y16[0], &ys, &yv, 2e-2);
@@ -610,7 +632,8 @@ mod tests {
         assert!(Resize::build(&Attrs::new().with("coordinate_transformation_mode", s("bad")), 13).is_err());
         let op = Resize::build(&Attrs::new().with("axes", Attr::Ints(vec![4])), 18).unwrap();
         assert!(eval(&op, &[Some(&x), None, Some(&scales(&[2.]))]).is_err());
-        let op = Resize::build(&Attrs::new().with("coordinate_transformation_mode", s("tf_crop_and_resize")), 13).unwrap();
+        let op =
+            Resize::build(&Attrs::new().with("coordinate_transformation_mode", s("tf_crop_and_resize")), 13).unwrap();
         assert!(eval(&op, &[Some(&x), None, None, Some(&sizes)]).is_err());
         // A non-constant sizes input can't be planned.
         let inputs = [
