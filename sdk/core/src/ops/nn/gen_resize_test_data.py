@@ -1,3 +1,4 @@
+# Regenerates resize_test_data.rs from onnx.reference (python3 gen_resize_test_data.py).
 import numpy as np
 from onnx.reference.ops.op_resize import Resize
 from onnx import helper
@@ -66,4 +67,4 @@ for i,(attrs,shape,inp) in enumerate(cases):
     out.append(f"        // {attrs} {shape} {inp}")
     out.append(f"        ({a}, vec!{list(shape)}, {fvec(x)}, {o(roi if 'roi' in inp else None, fvec)}, {o(scales,fvec)}, {o(sizes, lambda s: 'vec!'+str(list(map(int,s))))}, vec!{list(y.shape)}, {fvec(y)}),")
 out.append("    ]\n}\n")
-open('/work/wt/nn/sdk/core/src/ops/nn/resize_test_data.rs','w').write("//! Expected Resize outputs from ONNX's reference implementation.\n\nuse crate::ops::{Attr, Attrs};\n\n"+"\n".join(out))
+open(__import__('os').path.join(__import__('os').path.dirname(__import__('os').path.abspath(__file__)),'resize_test_data.rs'),'w').write("//! Expected Resize outputs from ONNX's reference implementation.\n#![allow(clippy::excessive_precision)]\n\nuse crate::ops::{Attr, Attrs};\n\n"+"\n".join(out))
