@@ -1,7 +1,9 @@
 //! AveragePool: the mean over each (dilated) window.
 
 use crate::error::Result;
-use crate::ops::nn::common::{Geometry, MAX_SPATIAL, Real, WindowAttrs, next_index, require_float, require_spatial_rank};
+use crate::ops::nn::common::{
+    Geometry, MAX_SPATIAL, Real, WindowAttrs, next_index, require_float, require_spatial_rank,
+};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
 use crate::{invalid, invalid_err};
@@ -202,6 +204,12 @@ mod tests {
         let op = AveragePool::build(&Attrs::new().with("kernel_shape", ints(&[2])), 17).unwrap();
         assert!(eval(&op, &[Some(&Tensor::zeros(DType::I8, &[1, 1, 4]))]).is_err());
         assert!(eval(&op, &[Some(&Tensor::zeros(DType::F32, &[1, 1, 4, 4]))]).is_err());
-        assert!(AveragePool::build(&Attrs::new().with("kernel_shape", ints(&[2])).with("count_include_pad", Attr::Int(2)), 17).is_err());
+        assert!(
+            AveragePool::build(
+                &Attrs::new().with("kernel_shape", ints(&[2])).with("count_include_pad", Attr::Int(2)),
+                17
+            )
+            .is_err()
+        );
     }
 }

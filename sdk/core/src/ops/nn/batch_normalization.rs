@@ -36,7 +36,7 @@ impl BatchNormalization {
             false
         };
         let epsilon = attrs.float_or("epsilon", 1e-5)?;
-        if !(epsilon >= 0.0) {
+        if epsilon.is_nan() || epsilon < 0.0 {
             invalid!("epsilon must be non-negative, got {epsilon}");
         }
         Ok(BatchNormalization { epsilon, momentum: attrs.float_or("momentum", 0.9)?, training })
@@ -106,7 +106,8 @@ impl BatchNormalization {
         let xs = x.typed::<T>()?;
         let (n, c) = (x.shape[0], x.shape[1]);
         let inner: usize = x.shape[2..].iter().product();
-        let (first, rest) = outputs.split_first_mut().ok_or_else(|| invalid_err!("BatchNormalization needs an output"))?;
+        let (first, rest) =
+            outputs.split_first_mut().ok_or_else(|| invalid_err!("BatchNormalization needs an output"))?;
         let ys = first.typed_mut::<T>()?;
         if xs.len() != n * c * inner || ys.len() != xs.len() || p.iter().any(|t| t.data.len() != c) {
             invalid!("BatchNormalization: tensor sizes do not match the inferred shapes");
@@ -184,8 +185,12 @@ mod tests {
         let op = BatchNormalization::build(&Attrs::new().with("epsilon", Attr::Float(1e-3)), 9).unwrap();
         let xv = x.as_f32().unwrap();
         let (sv, bv, mv, vv) = (s.as_f32().unwrap(), b.as_f32().unwrap(), m.as_f32().unwrap(), v.as_f32().unwrap());
-        let want: Vec<f32> =
-            (0..xv.len()).map(|i| { let c = (i / 7) % 13; (xv[i] - mv[c]) / (vv[c] + 1e-3).sqrt() * sv[c] + bv[c] }).collect();
+        let want: Vec<f32> = (0..xv.len())
+            .map(|i| {
+                let c = (i / 7) % 13;
+                (xv[i] - mv[c]) / (vv[c] + 1e-3).sqrt() * sv[c] + bv[c]
+            })
+            .collect();
         let y = eval(&op, &[Some(&x), Some(&s), Some(&b), Some(&m), Some(&v)]).unwrap();
         assert_close(&y[0], &[3, 13, 7], &want, 1e-5);
         // Opset 15: f16 data with f32 parameters.
@@ -199,7 +204,11 @@ mod tests {
         let x = t(&[2, 1, 2], &[1., 2., 3., 6.]);
         let one = t(&[1], &[1.]);
         let zero = t(&[1], &[0.]);
-        let op = BatchNormalization::build(&Attrs::new().with("training_mode", Attr::Int(1)).with("epsilon", Attr::Float(0.0)), 15).unwrap();
+        let op = BatchNormalization::build(
+            &Attrs::new().with("training_mode", Attr::Int(1)).with("epsilon", Attr::Float(0.0)),
+            15,
+        )
+        .unwrap();
         let y = eval(&op, &[Some(&x), Some(&one), Some(&zero), Some(&zero), Some(&one)]).unwrap();
         // batch mean 3, var (4+1+0+9)/4 = 3.5
         let sd = 3.5f32.sqrt();

@@ -70,9 +70,7 @@ pub fn require_float(dtype: DType, what: &str) -> Result<()> {
 /// Errors unless `rank` is within 3..=MAX_RANK (N x C x at least one spatial dim).
 pub fn require_spatial_rank(shape: &[usize], what: &str) -> Result<()> {
     if shape.len() < 3 || shape.len() > MAX_RANK {
-        invalid!(
-            "{what} must have rank 3 to {MAX_RANK} (N x C x D1 x ...), got shape {shape:?}"
-        );
+        invalid!("{what} must have rank 3 to {MAX_RANK} (N x C x D1 x ...), got shape {shape:?}");
     }
     Ok(())
 }
@@ -236,24 +234,24 @@ impl WindowAttrs {
         let dilation = per_dim(&self.dilations, nsp, "dilations", 1, 1)?;
         let mut pb = [0usize; MAX_SPATIAL];
         let mut pe = [0usize; MAX_SPATIAL];
-        if let Some(p) = &self.pads {
-            if self.auto_pad == AutoPad::NotSet || !p.iter().all(|&x| x == 0) {
-                if p.len() != 2 * nsp {
-                    invalid!("`pads` has {} values, expected {} (begin and end per spatial dim)", p.len(), 2 * nsp);
+        if let Some(p) = &self.pads
+            && (self.auto_pad == AutoPad::NotSet || !p.iter().all(|&x| x == 0))
+        {
+            if p.len() != 2 * nsp {
+                invalid!("`pads` has {} values, expected {} (begin and end per spatial dim)", p.len(), 2 * nsp);
+            }
+            if self.auto_pad != AutoPad::NotSet {
+                invalid!("`pads` can't be given together with auto_pad {:?}", self.auto_pad);
+            }
+            for (i, &x) in p.iter().enumerate() {
+                if x < 0 {
+                    invalid!("`pads` must be non-negative, got {p:?}");
                 }
-                if self.auto_pad != AutoPad::NotSet {
-                    invalid!("`pads` can't be given together with auto_pad {:?}", self.auto_pad);
-                }
-                for (i, &x) in p.iter().enumerate() {
-                    if x < 0 {
-                        invalid!("`pads` must be non-negative, got {p:?}");
-                    }
-                    let x = usize::try_from(x).map_err(|_| invalid_err!("`pads` value {x} is too large"))?;
-                    if i < nsp {
-                        pb[i] = x;
-                    } else {
-                        pe[i - nsp] = x;
-                    }
+                let x = usize::try_from(x).map_err(|_| invalid_err!("`pads` value {x} is too large"))?;
+                if i < nsp {
+                    pb[i] = x;
+                } else {
+                    pe[i - nsp] = x;
                 }
             }
         }
@@ -281,9 +279,7 @@ impl WindowAttrs {
                         .and_then(|x| x.checked_add(pe[d]))
                         .ok_or_else(|| invalid_err!("padded size overflows"))?;
                     if padded < eff {
-                        invalid!(
-                            "spatial dim {d}: padded input {padded} is smaller than the kernel extent {eff}"
-                        );
+                        invalid!("spatial dim {d}: padded input {padded} is smaller than the kernel extent {eff}");
                     }
                     let num = padded - eff;
                     if self.ceil_mode {
@@ -343,23 +339,36 @@ mod tests {
 
     #[test]
     fn geometry_explicit_and_auto() {
-        let w = WindowAttrs::parse(&attrs(&[("pads", Attr::Ints(vec![1, 1, 1, 1])), ("strides", Attr::Ints(vec![2, 2]))]), false).unwrap();
+        let w = WindowAttrs::parse(
+            &attrs(&[("pads", Attr::Ints(vec![1, 1, 1, 1])), ("strides", Attr::Ints(vec![2, 2]))]),
+            false,
+        )
+        .unwrap();
         let mut k = [1; MAX_SPATIAL];
         k[0] = 3;
         k[1] = 3;
         let g = w.resolve(&[7, 8], &k).unwrap();
         assert_eq!(&g.output[..2], &[4, 4]);
-        let w = WindowAttrs::parse(&attrs(&[("auto_pad", Attr::String(b"SAME_LOWER".to_vec())), ("strides", Attr::Ints(vec![2, 2]))]), false).unwrap();
+        let w = WindowAttrs::parse(
+            &attrs(&[("auto_pad", Attr::String(b"SAME_LOWER".to_vec())), ("strides", Attr::Ints(vec![2, 2]))]),
+            false,
+        )
+        .unwrap();
         let g = w.resolve(&[7, 8], &k).unwrap();
         assert_eq!(&g.output[..2], &[4, 4]);
         // total pad: (4-1)*2+3-7 = 2 -> 1,1 ; (4-1)*2+3-8 = 1 -> lower gets 1
         assert_eq!((g.pad_begin[0], g.pad_end[0], g.pad_begin[1], g.pad_end[1]), (1, 1, 1, 0));
-        let w = WindowAttrs::parse(&attrs(&[("ceil_mode", Attr::Int(1)), ("strides", Attr::Ints(vec![2]))]), true).unwrap();
+        let w =
+            WindowAttrs::parse(&attrs(&[("ceil_mode", Attr::Int(1)), ("strides", Attr::Ints(vec![2]))]), true).unwrap();
         let mut k1 = [1; MAX_SPATIAL];
         k1[0] = 2;
         assert_eq!(w.resolve(&[5], &k1).unwrap().output[0], 3);
-        assert!(WindowAttrs::parse(&attrs(&[("strides", Attr::Ints(vec![0]))]), false).unwrap().resolve(&[5], &k1).is_err());
-        assert!(WindowAttrs::parse(&attrs(&[("pads", Attr::Ints(vec![1]))]), false).unwrap().resolve(&[5], &k1).is_err());
+        assert!(
+            WindowAttrs::parse(&attrs(&[("strides", Attr::Ints(vec![0]))]), false).unwrap().resolve(&[5], &k1).is_err()
+        );
+        assert!(
+            WindowAttrs::parse(&attrs(&[("pads", Attr::Ints(vec![1]))]), false).unwrap().resolve(&[5], &k1).is_err()
+        );
         k1[0] = 9;
         assert!(WindowAttrs::parse(&Attrs::new(), false).unwrap().resolve(&[5], &k1).is_err());
     }

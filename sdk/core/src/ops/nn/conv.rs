@@ -1,7 +1,9 @@
 //! Conv: N-d grouped, strided, dilated, padded convolution (a direct loop nest).
 
 use crate::error::Result;
-use crate::ops::nn::common::{MAX_SPATIAL, Real, WindowAttrs, next_index, read_f32, require_float, require_spatial_rank};
+use crate::ops::nn::common::{
+    MAX_SPATIAL, Real, WindowAttrs, next_index, read_f32, require_float, require_spatial_rank,
+};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, optional, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
 use crate::{invalid, invalid_err};
@@ -29,14 +31,19 @@ impl Conv {
     }
 
     /// Validates shapes and resolves the window geometry: (geometry, N, C, M).
-    fn check(&self, x: &[usize], w: &[usize], b: Option<&[usize]>) -> Result<(super::common::Geometry, usize, usize, usize)> {
+    fn check(
+        &self,
+        x: &[usize],
+        w: &[usize],
+        b: Option<&[usize]>,
+    ) -> Result<(super::common::Geometry, usize, usize, usize)> {
         require_spatial_rank(x, "input X")?;
         if w.len() != x.len() {
             invalid!("weights W of shape {w:?} must have the rank of X {x:?}");
         }
         let (c, m) = (x[1], w[0]);
         let g = self.group;
-        if c % g != 0 || m % g != 0 {
+        if !c.is_multiple_of(g) || !m.is_multiple_of(g) {
             invalid!("channels C={c} and filters M={m} must both be divisible by group={g}");
         }
         if w[1] * g != c {
@@ -50,15 +57,15 @@ impl Conv {
             }
             kernel[d] = w[2 + d];
         }
-        if let Some(ks) = &self.window.kernel_shape {
-            if ks.len() != nsp || ks.iter().zip(&w[2..]).any(|(&a, &b)| a != b as i64) {
-                invalid!("kernel_shape {ks:?} does not match weights W {w:?}");
-            }
+        if let Some(ks) = &self.window.kernel_shape
+            && (ks.len() != nsp || ks.iter().zip(&w[2..]).any(|(&a, &b)| a != b as i64))
+        {
+            invalid!("kernel_shape {ks:?} does not match weights W {w:?}");
         }
-        if let Some(b) = b {
-            if b != [m] {
-                invalid!("bias B must have shape [{m}], got {b:?}");
-            }
+        if let Some(b) = b
+            && b != [m]
+        {
+            invalid!("bias B must have shape [{m}], got {b:?}");
         }
         let geo = self.window.resolve(&x[2..], &kernel)?;
         Ok((geo, x[0], c, m))
@@ -162,8 +169,15 @@ mod tests {
     /// Independent naive 2-D conv (NCHW, explicit pads only).
     #[allow(clippy::too_many_arguments)]
     fn naive2d(
-        x: &[f32], xs: [usize; 4], w: &[f32], ws: [usize; 4], b: &[f32],
-        group: usize, s: [usize; 2], d: [usize; 2], p: [usize; 4],
+        x: &[f32],
+        xs: [usize; 4],
+        w: &[f32],
+        ws: [usize; 4],
+        b: &[f32],
+        group: usize,
+        s: [usize; 2],
+        d: [usize; 2],
+        p: [usize; 4],
     ) -> (Vec<usize>, Vec<f32>) {
         let [n, c, h, wd] = xs;
         let [m, cg, kh, kw] = ws;
@@ -206,8 +220,8 @@ mod tests {
         let op = conv_op(Attrs::new().with("pads", Attr::Ints(vec![1, 1, 1, 1])));
         let y = eval(&op, &[Some(&x), Some(&w)]).unwrap();
         let want = [
-            12., 21., 27., 33., 24., 33., 54., 63., 72., 51., 63., 99., 108., 117., 81., 93., 144., 153., 162.,
-            111., 72., 111., 117., 123., 84.,
+            12., 21., 27., 33., 24., 33., 54., 63., 72., 51., 63., 99., 108., 117., 81., 93., 144., 153., 162., 111.,
+            72., 111., 117., 123., 84.,
         ];
         assert_close(&y[0], &[1, 1, 5, 5], &want, 1e-6);
     }
@@ -223,6 +237,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)]
     fn random_against_naive() {
         let mut rng = Rng::new(7);
         let cases: &[([usize; 4], usize, usize, [usize; 2], [usize; 2], [usize; 2], [usize; 4])] = &[
@@ -244,8 +259,15 @@ mod tests {
                     .with("pads", Attr::Ints(p.iter().map(|&v| v as i64).collect())),
             );
             let (shape, want) = naive2d(
-                x.as_f32().unwrap(), xs, w.as_f32().unwrap(), [m, xs[1] / group, k[0], k[1]],
-                b.as_f32().unwrap(), group, s, d, p,
+                x.as_f32().unwrap(),
+                xs,
+                w.as_f32().unwrap(),
+                [m, xs[1] / group, k[0], k[1]],
+                b.as_f32().unwrap(),
+                group,
+                s,
+                d,
+                p,
             );
             let y = eval(&op, &[Some(&x), Some(&w), Some(&b)]).unwrap();
             assert_close(&y[0], &shape, &want, 1e-4);
@@ -262,8 +284,17 @@ mod tests {
         let w = rng.tensor(&[3, 2, 1, 3, 3]);
         let op = conv_op(Attrs::new().with("pads", Attr::Ints(vec![0, 1, 1, 0, 1, 1])));
         let y = eval(&op, &[Some(&x), Some(&w)]).unwrap();
-        let (shape, want) =
-            naive2d(x.as_f32().unwrap(), [2, 2, 6, 5], w.as_f32().unwrap(), [3, 2, 3, 3], &[], 1, [1, 1], [1, 1], [1, 1, 1, 1]);
+        let (shape, want) = naive2d(
+            x.as_f32().unwrap(),
+            [2, 2, 6, 5],
+            w.as_f32().unwrap(),
+            [3, 2, 3, 3],
+            &[],
+            1,
+            [1, 1],
+            [1, 1],
+            [1, 1, 1, 1],
+        );
         assert_close(&y[0], &[2, 3, 1, shape[2], shape[3]], &want, 1e-4);
     }
 

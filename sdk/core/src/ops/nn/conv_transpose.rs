@@ -1,7 +1,9 @@
 //! ConvTranspose: the gradient of Conv with respect to its input (a "deconvolution").
 
 use crate::error::Result;
-use crate::ops::nn::common::{AutoPad, MAX_SPATIAL, Real, WindowAttrs, next_index, read_f32, require_float, require_spatial_rank};
+use crate::ops::nn::common::{
+    AutoPad, MAX_SPATIAL, Real, WindowAttrs, next_index, read_f32, require_float, require_spatial_rank,
+};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, optional, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
 use crate::{invalid, invalid_err};
@@ -65,19 +67,19 @@ impl ConvTranspose {
         if w[0] != c {
             invalid!("weights W {w:?} need dim 0 = C = {c}");
         }
-        if c % self.group != 0 {
+        if !c.is_multiple_of(self.group) {
             invalid!("channels C={c} must be divisible by group={}", self.group);
         }
         let m = w[1].checked_mul(self.group).ok_or_else(|| invalid_err!("output channels overflow"))?;
-        if let Some(b) = b {
-            if b != [m] {
-                invalid!("bias B must have shape [{m}], got {b:?}");
-            }
+        if let Some(b) = b
+            && b != [m]
+        {
+            invalid!("bias B must have shape [{m}], got {b:?}");
         }
-        if let Some(ks) = &self.window.kernel_shape {
-            if ks.len() != nsp || ks.iter().zip(&w[2..]).any(|(&a, &b)| a != b as i64) {
-                invalid!("kernel_shape {ks:?} does not match weights W {w:?}");
-            }
+        if let Some(ks) = &self.window.kernel_shape
+            && (ks.len() != nsp || ks.iter().zip(&w[2..]).any(|(&a, &b)| a != b as i64))
+        {
+            invalid!("kernel_shape {ks:?} does not match weights W {w:?}");
         }
         let (stride, dilation, pb, pe) = self.window.basic(nsp)?;
         let mut g = TGeometry { nsp, stride, dilation, ..TGeometry::default() };
@@ -87,10 +89,10 @@ impl ConvTranspose {
             Some(v) if v.len() == nsp + 2 => Some(&v[2..]),
             Some(v) => invalid!("output_shape {v:?} must list the {nsp} spatial output dims"),
         };
-        if let Some(op) = &self.output_padding {
-            if op.len() != nsp {
-                invalid!("output_padding {op:?} must have {nsp} values");
-            }
+        if let Some(op) = &self.output_padding
+            && op.len() != nsp
+        {
+            invalid!("output_padding {op:?} must have {nsp} values");
         }
         for d in 0..nsp {
             if w[2 + d] == 0 {
@@ -242,8 +244,16 @@ mod tests {
     /// Independent scatter-form 2-D transposed conv (explicit pads, output_padding).
     #[allow(clippy::too_many_arguments)]
     fn naive2d(
-        x: &[f32], xs: [usize; 4], w: &[f32], ws: [usize; 4], b: &[f32], group: usize,
-        s: [usize; 2], d: [usize; 2], p: [usize; 4], op: [usize; 2],
+        x: &[f32],
+        xs: [usize; 4],
+        w: &[f32],
+        ws: [usize; 4],
+        b: &[f32],
+        group: usize,
+        s: [usize; 2],
+        d: [usize; 2],
+        p: [usize; 4],
+        op: [usize; 2],
     ) -> (Vec<usize>, Vec<f32>) {
         let [n, c, h, wd] = xs;
         let [_, mg, kh, kw] = ws;
@@ -304,7 +314,8 @@ mod tests {
         let x = t(&[1, 1, 3], &[1., 2., 3.]);
         let w = t(&[1, 1, 2], &[1., 10.]);
         // Full output (stride 2): [1, 10, 2, 20, 3, 30]; output_shape 7 pads one zero at the end.
-        let op = ConvTranspose::build(&Attrs::new().with("strides", ints(&[2])).with("output_shape", ints(&[7])), 17).unwrap();
+        let op = ConvTranspose::build(&Attrs::new().with("strides", ints(&[2])).with("output_shape", ints(&[7])), 17)
+            .unwrap();
         let y = eval(&op, &[Some(&x), Some(&w)]).unwrap();
         assert_close(&y[0], &[1, 1, 7], &[1., 10., 2., 20., 3., 30., 0.], 1e-6);
         // SAME_UPPER: output = in * stride = 6, total padding 0.
@@ -326,6 +337,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)]
     fn random_against_naive() {
         let mut rng = Rng::new(11);
         let cases: &[([usize; 4], usize, usize, [usize; 2], [usize; 2], [usize; 2], [usize; 4], [usize; 2])] = &[
@@ -346,9 +358,8 @@ mod tests {
                 .with("pads", Attr::Ints(p.iter().map(|&v| v as i64).collect()))
                 .with("output_padding", Attr::Ints(opad.iter().map(|&v| v as i64).collect()));
             let op = ConvTranspose::build(&attrs, 17).unwrap();
-            let (shape, want) = naive2d(
-                x.as_f32().unwrap(), xs, w.as_f32().unwrap(), ws, b.as_f32().unwrap(), group, s, d, p, opad,
-            );
+            let (shape, want) =
+                naive2d(x.as_f32().unwrap(), xs, w.as_f32().unwrap(), ws, b.as_f32().unwrap(), group, s, d, p, opad);
             let y = eval(&op, &[Some(&x), Some(&w), Some(&b)]).unwrap();
             assert_close(&y[0], &shape, &want, 1e-4);
             let y16 = eval(&op, &[Some(&to_f16(&x)), Some(&to_f16(&w)), Some(&to_f16(&b))]).unwrap();

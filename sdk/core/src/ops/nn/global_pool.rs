@@ -79,7 +79,9 @@ fn global<T: Real>(kind: GlobalKind, x: TensorRef, y: &mut TensorMut) -> Result<
         *out = T::r(match kind {
             // f64 keeps large planes accurate.
             GlobalKind::Average => (vals.iter().map(|v| v.f() as f64).sum::<f64>() / size as f64) as f32,
-            GlobalKind::Max => vals.iter().map(|v| v.f()).fold(f32::NEG_INFINITY, |a, b| if b > a || b.is_nan() { b } else { a }),
+            GlobalKind::Max => {
+                vals.iter().map(|v| v.f()).fold(f32::NEG_INFINITY, |a, b| if b > a || b.is_nan() { b } else { a })
+            }
         });
     }
     Ok(())
@@ -118,7 +120,10 @@ mod tests {
             assert_close(&eval(&a, &[Some(&to_f16(&x))]).unwrap()[0], &out, &avg, 1e-2);
         }
         let x = rng.tensor(&[2, 3, 4, 5, 3]);
-        assert_eq!(eval(&GlobalPool::build(GlobalKind::Max).unwrap(), &[Some(&x)]).unwrap()[0].shape(), &[2, 3, 1, 1, 1]);
+        assert_eq!(
+            eval(&GlobalPool::build(GlobalKind::Max).unwrap(), &[Some(&x)]).unwrap()[0].shape(),
+            &[2, 3, 1, 1, 1]
+        );
     }
 
     #[test]

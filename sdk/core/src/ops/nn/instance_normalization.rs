@@ -19,7 +19,7 @@ impl InstanceNormalization {
     /// Parses the attributes.
     pub fn build(attrs: &Attrs, _opset: i64) -> Result<InstanceNormalization> {
         let epsilon = attrs.float_or("epsilon", 1e-5)?;
-        if !(epsilon >= 0.0) {
+        if epsilon.is_nan() || epsilon < 0.0 {
             invalid!("epsilon must be non-negative, got {epsilon}");
         }
         Ok(InstanceNormalization { epsilon })

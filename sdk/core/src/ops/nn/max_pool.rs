@@ -88,7 +88,10 @@ fn max_pool<T: Element>(
     let nsp = geo.nsp;
     let planes = x.shape[0] * x.shape[1];
     let (in_size, out_size) = (geo.input_size(), geo.output_size());
-    if xs.len() != planes * in_size || ys.len() != planes * out_size || indices.as_ref().is_some_and(|i| i.len() != ys.len()) {
+    if xs.len() != planes * in_size
+        || ys.len() != planes * out_size
+        || indices.as_ref().is_some_and(|i| i.len() != ys.len())
+    {
         invalid!("MaxPool: tensor sizes do not match the inferred shapes");
     }
     for plane in 0..planes {
@@ -125,7 +128,8 @@ fn max_pool<T: Element>(
             }
             let i = plane * out_size + yo;
             // A window entirely in padding (only possible with pads >= kernel) gives the lowest value.
-            let (v, flat) = best.map(|(v, f)| (v, (plane * in_size + f) as i64)).unwrap_or((T::from_f64(f64::NEG_INFINITY), -1));
+            let (v, flat) =
+                best.map(|(v, f)| (v, (plane * in_size + f) as i64)).unwrap_or((T::from_f64(f64::NEG_INFINITY), -1));
             ys[i] = v;
             if let Some(ind) = indices.as_deref_mut() {
                 ind[i] = flat;
@@ -150,12 +154,16 @@ mod tests {
     #[test]
     fn basic_and_indices() {
         let x = t(&[1, 1, 4, 4], &(0..16).map(|v| v as f32).collect::<Vec<_>>());
-        let op = MaxPool::build(&Attrs::new().with("kernel_shape", ints(&[2, 2])).with("strides", ints(&[2, 2])), 17).unwrap();
+        let op = MaxPool::build(&Attrs::new().with("kernel_shape", ints(&[2, 2])).with("strides", ints(&[2, 2])), 17)
+            .unwrap();
         let y = eval(&op, &[Some(&x)]).unwrap();
         assert_close(&y[0], &[1, 1, 2, 2], &[5., 7., 13., 15.], 0.0);
         assert_eq!(y[1].to_i64_vec().unwrap(), vec![5, 7, 13, 15]);
         let op = MaxPool::build(
-            &Attrs::new().with("kernel_shape", ints(&[2, 2])).with("strides", ints(&[2, 2])).with("storage_order", Attr::Int(1)),
+            &Attrs::new()
+                .with("kernel_shape", ints(&[2, 2]))
+                .with("strides", ints(&[2, 2]))
+                .with("storage_order", Attr::Int(1)),
             17,
         )
         .unwrap();
@@ -169,7 +177,10 @@ mod tests {
         // 3x3 stride 2 pad 1 on 7x7 -> 4x4 (ResNet's stem pool shape rule).
         let x = Tensor::zeros(DType::F32, &[2, 3, 7, 7]);
         let op = MaxPool::build(
-            &Attrs::new().with("kernel_shape", ints(&[3, 3])).with("strides", ints(&[2, 2])).with("pads", ints(&[1, 1, 1, 1])),
+            &Attrs::new()
+                .with("kernel_shape", ints(&[3, 3]))
+                .with("strides", ints(&[2, 2]))
+                .with("pads", ints(&[1, 1, 1, 1])),
             17,
         )
         .unwrap();

@@ -12,6 +12,9 @@ pub mod global_pool;
 pub mod instance_normalization;
 pub mod lrn;
 pub mod max_pool;
+pub mod resize;
+#[cfg(test)]
+mod resize_test_data;
 #[cfg(test)]
 mod test_util;
 
@@ -26,6 +29,7 @@ pub const OP_TYPES: &[&str] = &[
     "InstanceNormalization",
     "LRN",
     "MaxPool",
+    "Resize",
 ];
 
 fn boxed<T: Op + 'static>(r: Result<T>) -> Option<Result<Box<dyn Op>>> {
@@ -44,6 +48,7 @@ pub fn build(op_type: &str, attrs: &Attrs, opset: i64) -> Option<Result<Box<dyn 
         "InstanceNormalization" => boxed(instance_normalization::InstanceNormalization::build(attrs, opset)),
         "LRN" => boxed(lrn::Lrn::build(attrs, opset)),
         "MaxPool" => boxed(max_pool::MaxPool::build(attrs, opset)),
+        "Resize" => boxed(resize::Resize::build(attrs, opset)),
         _ => None,
     }
 }
