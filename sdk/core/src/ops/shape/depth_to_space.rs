@@ -29,7 +29,7 @@ impl DepthToSpace {
     /// Builds from attributes; `blocksize` is required, `mode` exists from opset 11.
     pub fn build(attrs: &Attrs, opset: i64) -> Result<DepthToSpace> {
         let b = attrs.int("blocksize")?.ok_or_else(|| invalid_err!("DepthToSpace needs `blocksize`"))?;
-        if b < 1 || b > 1 << 16 {
+        if !(1..=1 << 16).contains(&b) {
             invalid!("blocksize must be positive, got {b}");
         }
         let m = if opset >= 11 { attrs.string_or("mode", "DCR")? } else { "DCR".into() };

@@ -23,8 +23,8 @@ fn run_t<T: Element>(x: TensorRef, out: &mut TensorMut) -> Result<()> {
     let shape = out.shape;
     let bs = broadcast_strides(x.shape, shape);
     let mut s = Strided { offset: 0, strides: [0; MAX_RANK] };
-    for k in 0..shape.len() {
-        s.strides[k] = bs[k] as isize;
+    for (d, &b) in s.strides.iter_mut().zip(&bs).take(shape.len()) {
+        *d = b as isize;
     }
     copy_strided(x.typed::<T>()?, &s, out.typed_mut::<T>()?, &Strided::row_major(shape, 0), shape)
 }

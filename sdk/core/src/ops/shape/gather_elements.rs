@@ -45,8 +45,8 @@ fn run_t<T: Element>(x: TensorRef, indices: DataRef, out: &mut TensorMut, axis: 
     let mut idx = [0usize; MAX_RANK];
     for (o, slot) in dst.iter_mut().enumerate() {
         let mut s = 0usize;
-        for k in 0..shape.len() {
-            let i = if k == axis { resolve_index(indices, o, x.shape[axis])? } else { idx[k] };
+        for (k, &ik) in idx.iter().enumerate().take(shape.len()) {
+            let i = if k == axis { resolve_index(indices, o, x.shape[axis])? } else { ik };
             s += i * layout.strides[k] as usize;
         }
         *slot = *src.get(s).ok_or_else(|| invalid_err!("index shape exceeds data"))?;

@@ -151,7 +151,7 @@ mod tests {
             let mut rest = n;
             let mut want = Vec::new();
             for d in 2..=n {
-                while rest % d == 0 && rng.below(2) == 0 {
+                while rest.is_multiple_of(d) && rng.below(2) == 0 {
                     want.push(d);
                     rest /= d;
                 }

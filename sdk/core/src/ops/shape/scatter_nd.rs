@@ -103,8 +103,8 @@ fn run_t<T: Combine>(x: TensorRef, indices: TensorRef, updates: TensorRef, out: 
     let strides = strides_fixed(x.shape);
     for t in 0..tuples {
         let mut off = 0usize;
-        for j in 0..k {
-            off += resolve_index(indices.data, t * k + j, x.shape[j])? * strides[j];
+        for (j, (&dim, &st)) in x.shape.iter().zip(&strides).take(k).enumerate() {
+            off += resolve_index(indices.data, t * k + j, dim)? * st;
         }
         let from = upd.get(t * inner..(t + 1) * inner).ok_or_else(|| invalid_err!("updates too small"))?;
         let to = dst.get_mut(off..off + inner).ok_or_else(|| invalid_err!("output too small"))?;

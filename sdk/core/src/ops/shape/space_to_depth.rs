@@ -23,7 +23,7 @@ impl SpaceToDepth {
     /// Builds from attributes; `blocksize` is required.
     pub fn build(attrs: &Attrs, _opset: i64) -> Result<SpaceToDepth> {
         let b = attrs.int("blocksize")?.ok_or_else(|| invalid_err!("SpaceToDepth needs `blocksize`"))?;
-        if b < 1 || b > 1 << 16 {
+        if !(1..=1 << 16).contains(&b) {
             invalid!("blocksize must be positive, got {b}");
         }
         let mode = match attrs.string_or("mode", "DCR")?.as_str() {

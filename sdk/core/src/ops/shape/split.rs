@@ -40,10 +40,10 @@ impl Split {
     /// The piece sizes for a dim of size `dim`, given the sizes requested (if any).
     pub fn sizes(&self, dim: usize, split: Option<&[i64]>) -> Result<Vec<usize>> {
         if let Some(split) = split {
-            if let Some(n) = self.num_outputs {
-                if n != split.len() {
-                    invalid!("split {split:?} has {} sizes but there are {n} outputs", split.len());
-                }
+            if let Some(n) = self.num_outputs
+                && n != split.len()
+            {
+                invalid!("split {split:?} has {} sizes but there are {n} outputs", split.len());
             }
             let mut sizes = Vec::with_capacity(split.len());
             let mut sum = 0usize;
