@@ -144,6 +144,25 @@ impl Graph {
         Ok(())
     }
 
+    /// Turns graph inputs into constants with the given values: for inputs that carry shapes
+    /// (a Reshape target, Reduce axes, TopK's K) which the planner needs to know, as
+    /// TensorRT needs shape tensors fixed in a profile. Returns how many were frozen.
+    pub fn freeze_inputs(&mut self, values: &HashMap<String, Tensor>) -> Result<usize> {
+        let mut frozen = 0;
+        for (name, t) in values {
+            let Some(pos) = self.inputs.iter().position(|&i| &self.values[i].name == name) else {
+                return Err(Error::Input { name: name.clone(), message: "no such input to freeze".into() });
+            };
+            let id = self.inputs.remove(pos);
+            let v = &mut self.values[id];
+            v.dtype = Some(t.dtype());
+            v.shape = Some(t.shape().iter().map(|&d| Dim::Fixed(d)).collect());
+            self.constants.insert(id, Arc::new(t.clone()));
+            frozen += 1;
+        }
+        Ok(frozen)
+    }
+
     /// Value id by name.
     pub fn find_value(&self, name: &str) -> Option<ValueId> {
         self.values.iter().position(|v| v.name == name)

@@ -87,7 +87,9 @@ impl Plan {
         let mut offsets = Vec::new();
         for (id, s) in self.slots.iter().enumerate() {
             if let (Slot::Arena { offset }, Some(t)) = (s, &self.types[id]) {
-                offsets.push((graph.values[id].name.clone(), *offset, t.bytes()));
+                // Ids past the graph's values are hidden outputs the model omits.
+                let name = graph.values.get(id).map_or_else(|| format!("<omitted output {id}>"), |v| v.name.clone());
+                offsets.push((name, *offset, t.bytes()));
             }
         }
         PlanSummary {

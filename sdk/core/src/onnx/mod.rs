@@ -15,6 +15,11 @@ use prost::Message;
 
 pub use proto::{ModelProto, TensorProto};
 
+/// The generated ONNX schema types, for tools and tests that build models by hand.
+pub mod proto_types {
+    pub use super::proto::*;
+}
+
 use crate::error::{Error, Result};
 use crate::graph::{Dim, Graph, ValueId};
 use crate::ops::{Attr, Attrs};
@@ -24,8 +29,9 @@ use crate::tensor::{DType, Tensor, TensorData};
 pub const MIN_OPSET: i64 = 11;
 /// Newest opset whose semantics are checked; newer ones import with a warning.
 pub const MAX_TESTED_OPSET: i64 = 21;
-/// Newest opset that imports at all.
-pub const MAX_OPSET: i64 = 24;
+/// Newest opset that imports at all (onnx 1.23's latest; the changes after 21 that touch
+/// our ops are new element types, which the type checks reject where unsupported).
+pub const MAX_OPSET: i64 = 28;
 
 /// Reads and imports a model file; external data is resolved relative to its folder.
 pub fn load_model(path: &Path) -> Result<Graph> {
@@ -163,6 +169,11 @@ pub fn import_proto(model: &ModelProto, dir: Option<&Path>) -> Result<Graph> {
             let id = graph.add_value(out, dtype, shape);
             by_name.insert(out.clone(), id);
             outputs.push(Some(id));
+        }
+        // Split without sizes divides into as many pieces as the node has outputs, which the
+        // op can't see; opset 18 made that count the `num_outputs` attribute: supply it.
+        if op_type == "Split" && attrs.get("num_outputs").is_none() {
+            attrs.insert("num_outputs", Attr::Int(outputs.len() as i64));
         }
         graph.add_node(&name, &op_type, attrs, inputs, outputs).map_err(|e| match e {
             Error::UnsupportedOp { node, op_type, domain, opset, .. } => {

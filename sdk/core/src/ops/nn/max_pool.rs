@@ -1,0 +1,260 @@
+//! MaxPool: the maximum over each (dilated) window, with the optional Indices output.
+
+use crate::error::Result;
+use crate::ops::nn::common::{Geometry, MAX_SPATIAL, WindowAttrs, next_index, require_spatial_rank};
+use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
+use crate::tensor::{DType, Element, TensorMut, TensorRef};
+use crate::{invalid, invalid_err};
+
+/// ONNX MaxPool (opsets 11–21). Always infers both outputs, Y and Indices (int64, the
+/// flat index into X of each maximum, row-major or with `storage_order=1` column-major
+/// over the spatial dims); `run` skips Indices when given only one output.
+#[derive(Clone, PartialEq, Debug)]
+pub struct MaxPool {
+    /// Window attributes (`kernel_shape` required).
+    pub window: WindowAttrs,
+    /// `storage_order`: 0 row-major, 1 column-major indices.
+    pub column_major: bool,
+}
+
+impl MaxPool {
+    /// Parses the attributes.
+    pub fn build(attrs: &Attrs, _opset: i64) -> Result<MaxPool> {
+        let window = WindowAttrs::parse(attrs, true)?;
+        if window.kernel_shape.is_none() {
+            invalid!("MaxPool needs the `kernel_shape` attribute");
+        }
+        let column_major = match attrs.int_or("storage_order", 0)? {
+            0 => false,
+            1 => true,
+            v => invalid!("storage_order must be 0 or 1, got {v}"),
+        };
+        Ok(MaxPool { window, column_major })
+    }
+
+    fn geometry(&self, x: &[usize]) -> Result<Geometry> {
+        require_spatial_rank(x, "input X")?;
+        let kernel = self.window.kernel_from_attr(x.len() - 2)?;
+        self.window.resolve(&x[2..], &kernel)
+    }
+}
+
+impl Op for MaxPool {
+    fn op_type(&self) -> &'static str {
+        "MaxPool"
+    }
+
+    fn infer(&self, inputs: &[Option<InferInput>]) -> Result<Vec<TypeShape>> {
+        if inputs.len() != 1 {
+            invalid!("MaxPool takes 1 input, got {}", inputs.len());
+        }
+        let x = required(inputs, 0, "X")?;
+        if !matches!(x.dtype, DType::F32 | DType::F16 | DType::I8 | DType::U8) {
+            invalid!("MaxPool supports float32, float16, int8 and uint8, got {}", x.dtype);
+        }
+        let geo = self.geometry(x.shape)?;
+        let mut shape = x.shape[..2].to_vec();
+        shape.extend_from_slice(&geo.output[..geo.nsp]);
+        Ok(vec![TypeShape::new(x.dtype, shape.clone()), TypeShape::new(DType::I64, shape)])
+    }
+
+    fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
+        let x = required(inputs, 0, "X")?;
+        let geo = self.geometry(x.shape)?;
+        let (y, rest) = outputs.split_first_mut().ok_or_else(|| invalid_err!("MaxPool needs an output"))?;
+        let mut indices = match rest.first_mut() {
+            Some(t) => Some(t.typed_mut::<i64>()?),
+            None => None,
+        };
+        match x.dtype() {
+            DType::F32 => max_pool::<f32>(self, &geo, x, y, &mut indices),
+            DType::F16 => max_pool::<half::f16>(self, &geo, x, y, &mut indices),
+            DType::I8 => max_pool::<i8>(self, &geo, x, y, &mut indices),
+            DType::U8 => max_pool::<u8>(self, &geo, x, y, &mut indices),
+            other => invalid!("MaxPool does not support {other}"),
+        }
+    }
+}
+
+fn max_pool<T: Element>(
+    op: &MaxPool,
+    geo: &Geometry,
+    x: TensorRef,
+    y: &mut TensorMut,
+    indices: &mut Option<&mut [i64]>,
+) -> Result<()> {
+    let xs = x.typed::<T>()?;
+    let ys = y.typed_mut::<T>()?;
+    let nsp = geo.nsp;
+    let planes = x.shape[0] * x.shape[1];
+    let (in_size, out_size) = (geo.input_size(), geo.output_size());
+    if xs.len() != planes * in_size
+        || ys.len() != planes * out_size
+        || indices.as_ref().is_some_and(|i| i.len() != ys.len())
+    {
+        invalid!("MaxPool: tensor sizes do not match the inferred shapes");
+    }
+    for plane in 0..planes {
+        let mut o = [0usize; MAX_SPATIAL];
+        for yo in 0..out_size {
+            let mut best: Option<(T, usize)> = None;
+            let mut k = [0usize; MAX_SPATIAL];
+            loop {
+                let mut pos = [0usize; MAX_SPATIAL];
+                let mut inside = true;
+                for d in 0..nsp {
+                    let p = geo.input_pos(d, o[d], k[d]);
+                    if p < 0 || p as usize >= geo.input[d] {
+                        inside = false;
+                        break;
+                    }
+                    pos[d] = p as usize;
+                }
+                if inside {
+                    let off = pos[..nsp].iter().zip(&geo.input[..nsp]).fold(0, |a, (&p, &n)| a * n + p);
+                    let v = xs[plane * in_size + off];
+                    if best.is_none_or(|(b, _)| v > b) {
+                        let flat = if op.column_major {
+                            pos[..nsp].iter().zip(&geo.input[..nsp]).rev().fold(0, |a, (&p, &n)| a * n + p)
+                        } else {
+                            off
+                        };
+                        best = Some((v, flat));
+                    }
+                }
+                if !next_index(&mut k[..nsp], &geo.kernel[..nsp]) {
+                    break;
+                }
+            }
+            let i = plane * out_size + yo;
+            // A window entirely in padding (only possible with pads >= kernel) gives the lowest value.
+            let (v, flat) =
+                best.map(|(v, f)| (v, (plane * in_size + f) as i64)).unwrap_or((T::from_f64(f64::NEG_INFINITY), -1));
+            ys[i] = v;
+            if let Some(ind) = indices.as_deref_mut() {
+                ind[i] = flat;
+            }
+            next_index(&mut o[..nsp], &geo.output[..nsp]);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::nn::test_util::{Rng, assert_close, t, to_f16};
+    use crate::ops::{Attr, eval};
+    use crate::tensor::{Tensor, TensorData};
+
+    fn ints(v: &[i64]) -> Attr {
+        Attr::Ints(v.to_vec())
+    }
+
+    #[test]
+    fn basic_and_indices() {
+        let x = t(&[1, 1, 4, 4], &(0..16).map(|v| v as f32).collect::<Vec<_>>());
+        let op = MaxPool::build(&Attrs::new().with("kernel_shape", ints(&[2, 2])).with("strides", ints(&[2, 2])), 17)
+            .unwrap();
+        let y = eval(&op, &[Some(&x)]).unwrap();
+        assert_close(&y[0], &[1, 1, 2, 2], &[5., 7., 13., 15.], 0.0);
+        assert_eq!(y[1].to_i64_vec().unwrap(), vec![5, 7, 13, 15]);
+        let op = MaxPool::build(
+            &Attrs::new()
+                .with("kernel_shape", ints(&[2, 2]))
+                .with("strides", ints(&[2, 2]))
+                .with("storage_order", Attr::Int(1)),
+            17,
+        )
+        .unwrap();
+        let y = eval(&op, &[Some(&x)]).unwrap();
+        // (h, w) = (1, 1) -> 1 + 1*4 = 5; (1, 3) -> 1 + 12 = 13; (3, 1) -> 7; (3, 3) -> 15.
+        assert_eq!(y[1].to_i64_vec().unwrap(), vec![5, 13, 7, 15]);
+    }
+
+    #[test]
+    fn resnet_stem_pool_and_ceil() {
+        // 3x3 stride 2 pad 1 on 7x7 -> 4x4 (ResNet's stem pool shape rule).
+        let x = Tensor::zeros(DType::F32, &[2, 3, 7, 7]);
+        let op = MaxPool::build(
+            &Attrs::new()
+                .with("kernel_shape", ints(&[3, 3]))
+                .with("strides", ints(&[2, 2]))
+                .with("pads", ints(&[1, 1, 1, 1])),
+            17,
+        )
+        .unwrap();
+        assert_eq!(eval(&op, &[Some(&x)]).unwrap()[0].shape(), &[2, 3, 4, 4]);
+        let x = t(&[1, 1, 5], &[1., 5., 2., 0., 9.]);
+        let op = MaxPool::build(
+            &Attrs::new().with("kernel_shape", ints(&[2])).with("strides", ints(&[2])).with("ceil_mode", Attr::Int(1)),
+            17,
+        )
+        .unwrap();
+        let y = eval(&op, &[Some(&x)]).unwrap();
+        assert_close(&y[0], &[1, 1, 3], &[5., 2., 9.], 0.0);
+    }
+
+    #[test]
+    fn random_against_naive() {
+        let mut rng = Rng::new(5);
+        for &(shape, k, s, d, p) in &[
+            ([2usize, 3, 7, 13], [3usize, 3], [2usize, 2], [1usize, 1], [1usize, 1, 1, 1]),
+            ([1, 2, 13, 7], [2, 3], [1, 2], [2, 1], [1, 0, 0, 2]),
+            ([3, 1, 9, 9], [3, 3], [3, 3], [1, 2], [0, 0, 0, 0]),
+        ] {
+            let x = rng.tensor(&shape);
+            let xv = x.as_f32().unwrap();
+            let attrs = Attrs::new()
+                .with("kernel_shape", Attr::Ints(k.iter().map(|&v| v as i64).collect()))
+                .with("strides", Attr::Ints(s.iter().map(|&v| v as i64).collect()))
+                .with("dilations", Attr::Ints(d.iter().map(|&v| v as i64).collect()))
+                .with("pads", Attr::Ints(p.iter().map(|&v| v as i64).collect()));
+            let op = MaxPool::build(&attrs, 17).unwrap();
+            let [n, c, h, w] = shape;
+            let oh = (h + p[0] + p[2] - (k[0] - 1) * d[0] - 1) / s[0] + 1;
+            let ow = (w + p[1] + p[3] - (k[1] - 1) * d[1] - 1) / s[1] + 1;
+            let mut want = vec![];
+            let mut want_idx = vec![];
+            for pl in 0..n * c {
+                for i in 0..oh {
+                    for j in 0..ow {
+                        let mut best = (f32::NEG_INFINITY, -1i64);
+                        for a in 0..k[0] {
+                            for b in 0..k[1] {
+                                let yy = (i * s[0] + a * d[0]) as i64 - p[0] as i64;
+                                let xx = (j * s[1] + b * d[1]) as i64 - p[1] as i64;
+                                if yy >= 0 && xx >= 0 && (yy as usize) < h && (xx as usize) < w {
+                                    let idx = pl * h * w + yy as usize * w + xx as usize;
+                                    if xv[idx] > best.0 {
+                                        best = (xv[idx], idx as i64);
+                                    }
+                                }
+                            }
+                        }
+                        want.push(best.0);
+                        want_idx.push(best.1);
+                    }
+                }
+            }
+            let y = eval(&op, &[Some(&x)]).unwrap();
+            assert_close(&y[0], &[n, c, oh, ow], &want, 0.0);
+            assert_eq!(y[1].to_i64_vec().unwrap(), want_idx);
+            let y16 = eval(&op, &[Some(&to_f16(&x))]).unwrap();
+            assert_close(&y16[0], &[n, c, oh, ow], &want, 1e-3);
+        }
+    }
+
+    #[test]
+    fn uint8_and_errors() {
+        let x = Tensor::new(vec![1, 1, 3], TensorData::U8(vec![3, 200, 7])).unwrap();
+        let op = MaxPool::build(&Attrs::new().with("kernel_shape", ints(&[2])), 17).unwrap();
+        assert_eq!(eval(&op, &[Some(&x)]).unwrap()[0].data(), &TensorData::U8(vec![200, 200]));
+        assert!(MaxPool::build(&Attrs::new(), 17).is_err());
+        assert!(eval(&op, &[Some(&Tensor::zeros(DType::F32, &[1, 1, 1]))]).is_err());
+        assert!(eval(&op, &[Some(&Tensor::zeros(DType::F32, &[1, 1]))]).is_err());
+        assert!(eval(&op, &[Some(&Tensor::zeros(DType::I64, &[1, 1, 4]))]).is_err());
+        let op = MaxPool::build(&Attrs::new().with("kernel_shape", ints(&[2, 2])), 17).unwrap();
+        assert!(eval(&op, &[Some(&Tensor::zeros(DType::F32, &[1, 1, 4]))]).is_err());
+    }
+}

@@ -1,0 +1,60 @@
+//! ReduceSumSquare: the sum of squares over the reduced axes.
+
+use super::common::{Reduce, Reducer};
+#[allow(unused_imports)]
+use crate::tensor::DType;
+
+/// The ReduceSumSquare reduction.
+#[derive(Debug)]
+pub struct SumSquare;
+
+impl Reducer for SumSquare {
+    const OP_TYPE: &'static str = "ReduceSumSquare";
+    fn float(xs: impl Iterator<Item = f64> + Clone, n: usize) -> f64 {
+        let _ = n;
+        xs.map(|x| x * x).sum()
+    }
+    fn int(xs: impl Iterator<Item = i64> + Clone, _n: usize, _lo: i64, _hi: i64) -> i64 {
+        xs.fold(0i64, |a, x| a.wrapping_add(x.wrapping_mul(x)))
+    }
+}
+
+/// The ReduceSumSquare op.
+pub type ReduceSumSquare = Reduce<SumSquare>;
+
+#[cfg(test)]
+mod tests {
+    use super::super::common::random_check;
+    use super::super::common::testutil::*;
+    use super::*;
+    use crate::ops::{Attrs, eval};
+    use crate::tensor::Tensor;
+
+    #[test]
+    fn hand_checked() {
+        let attrs = int_attrs(&[("keepdims", 0)]);
+        let op = ReduceSumSquare::build(&attrs, 18).unwrap();
+        let x = Tensor::from_f32(&[2, 2], vec![3., -4., 5., 12.]).unwrap();
+        let y = eval(&op, &[Some(&x), Some(&axes(&[0]))]).unwrap().remove(0);
+        assert_eq!(y.as_f32().unwrap(), &[34., 160.]);
+        let i = Tensor::from_i64(&[3], vec![1, -2, 3]).unwrap();
+        let y = eval(&op, &[Some(&i), None]).unwrap().remove(0);
+        assert_eq!(y, Tensor::from_i64(&[], vec![14]).unwrap());
+    }
+
+    #[test]
+    fn errors() {
+        let x = Tensor::from_f32(&[2, 2], vec![1., 2., 3., 4.]).unwrap();
+        let op = ReduceSumSquare::build(&Attrs::new(), 18).unwrap();
+        assert!(eval(&op, &[Some(&x), Some(&axes(&[-3]))]).is_err());
+        assert!(eval(&op, &[Some(&x), Some(&axes(&[1, 1]))]).is_err());
+        assert!(eval(&op, &[None]).is_err());
+        let old = ReduceSumSquare::build(&Attrs::new(), 13).unwrap();
+        assert!(eval(&old, &[Some(&x), Some(&axes(&[0]))]).is_err());
+    }
+
+    #[test]
+    fn random_against_naive() {
+        random_check("ReduceSumSquare", -3.0, 3.0, |v| v.iter().map(|x| x * x).sum());
+    }
+}
