@@ -80,10 +80,10 @@ impl Op for SpaceToDepth {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attr;
     use crate::ops::eval;
     use crate::ops::shape::depth_to_space::DepthToSpace;
     use crate::ops::shape::util::testing::*;
-    use crate::ops::Attr;
 
     fn op(b: i64) -> SpaceToDepth {
         SpaceToDepth::build(&Attrs::new().with("blocksize", Attr::Int(b)), 13).unwrap()

@@ -59,9 +59,9 @@ impl Split {
             }
             return Ok(sizes);
         }
-        let n = self.num_outputs.ok_or_else(|| {
-            invalid_err!("Split needs `split` sizes or the number of outputs (`num_outputs`)")
-        })?;
+        let n = self
+            .num_outputs
+            .ok_or_else(|| invalid_err!("Split needs `split` sizes or the number of outputs (`num_outputs`)"))?;
         let chunk = dim.div_ceil(n);
         let last = dim
             .checked_sub(chunk * (n - 1))
@@ -133,9 +133,9 @@ impl Op for Split {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attr;
     use crate::ops::eval;
     use crate::ops::shape::util::testing::*;
-    use crate::ops::Attr;
     use crate::tensor::Tensor;
 
     fn op(opset: i64, attrs: &[(&str, Attr)]) -> Split {
