@@ -57,9 +57,8 @@ impl Op for Concat {
             if !same_dims {
                 invalid!("input #{i} has shape {:?}, incompatible with {:?} along axis {axis}", x.shape, first.shape);
             }
-            shape[axis] = shape[axis]
-                .checked_add(x.shape[axis])
-                .ok_or_else(|| invalid_err!("concatenated dim overflows"))?;
+            shape[axis] =
+                shape[axis].checked_add(x.shape[axis]).ok_or_else(|| invalid_err!("concatenated dim overflows"))?;
         }
         Ok(vec![TypeShape::new(first.dtype, shape)])
     }

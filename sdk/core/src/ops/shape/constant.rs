@@ -1,10 +1,10 @@
 //! Constant: a value held in the node's attributes.
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::shape::util::{check_inputs, copy_all, single_output};
 use crate::ops::{Attr, Attrs, InferInput, Op, TypeShape};
 use crate::tensor::{Tensor, TensorData, TensorMut, TensorRef};
-use crate::invalid;
 
 /// ONNX `Constant` from `value`, `value_float(s)` or `value_int(s)`. String and sparse
 /// values are not supported (edgert has no string tensors, no sparse tensors).
@@ -17,7 +17,16 @@ pub struct Constant {
 impl Constant {
     /// Builds from attributes; exactly one value attribute must be present.
     pub fn build(attrs: &Attrs, opset: i64) -> Result<Constant> {
-        let names = ["value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings", "sparse_value"];
+        let names = [
+            "value",
+            "value_float",
+            "value_floats",
+            "value_int",
+            "value_ints",
+            "value_string",
+            "value_strings",
+            "sparse_value",
+        ];
         let present: Vec<&str> = names.iter().copied().filter(|n| attrs.get(n).is_some()).collect();
         if present.len() != 1 {
             invalid!("Constant needs exactly one of {names:?}, got {present:?}");

@@ -59,9 +59,9 @@ impl Op for ConstantOfShape {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attr;
     use crate::ops::eval;
     use crate::ops::shape::util::testing::*;
-    use crate::ops::Attr;
     use crate::tensor::TensorData;
 
     #[test]

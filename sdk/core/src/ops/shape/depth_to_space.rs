@@ -29,7 +29,7 @@ impl DepthToSpace {
     /// Builds from attributes; `blocksize` is required, `mode` exists from opset 11.
     pub fn build(attrs: &Attrs, opset: i64) -> Result<DepthToSpace> {
         let b = attrs.int("blocksize")?.ok_or_else(|| invalid_err!("DepthToSpace needs `blocksize`"))?;
-        if b < 1 || b > 1 << 16 {
+        if !(1..=1 << 16).contains(&b) {
             invalid!("blocksize must be positive, got {b}");
         }
         let m = if opset >= 11 { attrs.string_or("mode", "DCR")? } else { "DCR".into() };
@@ -84,12 +84,13 @@ impl Op for DepthToSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attr;
     use crate::ops::eval;
     use crate::ops::shape::util::testing::*;
-    use crate::ops::Attr;
 
     fn op(b: i64, mode: &str) -> DepthToSpace {
-        DepthToSpace::build(&Attrs::new().with("blocksize", Attr::Int(b)).with("mode", Attr::String(mode.into())), 13).unwrap()
+        DepthToSpace::build(&Attrs::new().with("blocksize", Attr::Int(b)).with("mode", Attr::String(mode.into())), 13)
+            .unwrap()
     }
 
     /// The reshape-transpose-reshape definition from the spec, done with index arithmetic.
@@ -138,6 +139,12 @@ mod tests {
         assert!(eval(&op(2, "DCR"), &[Some(&iota(&[4, 2, 2]))]).is_err());
         assert!(DepthToSpace::build(&Attrs::new(), 13).is_err());
         assert!(DepthToSpace::build(&Attrs::new().with("blocksize", Attr::Int(0)), 13).is_err());
-        assert!(DepthToSpace::build(&Attrs::new().with("blocksize", Attr::Int(2)).with("mode", Attr::String("X".into())), 13).is_err());
+        assert!(
+            DepthToSpace::build(
+                &Attrs::new().with("blocksize", Attr::Int(2)).with("mode", Attr::String("X".into())),
+                13
+            )
+            .is_err()
+        );
     }
 }

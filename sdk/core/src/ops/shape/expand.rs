@@ -23,8 +23,8 @@ fn run_t<T: Element>(x: TensorRef, out: &mut TensorMut) -> Result<()> {
     let shape = out.shape;
     let bs = broadcast_strides(x.shape, shape);
     let mut s = Strided { offset: 0, strides: [0; MAX_RANK] };
-    for k in 0..shape.len() {
-        s.strides[k] = bs[k] as isize;
+    for (d, &b) in s.strides.iter_mut().zip(&bs).take(shape.len()) {
+        *d = b as isize;
     }
     copy_strided(x.typed::<T>()?, &s, out.typed_mut::<T>()?, &Strided::row_major(shape, 0), shape)
 }
@@ -94,14 +94,19 @@ mod tests {
             let full: Vec<usize> = (0..rank).map(|_| [1, 2, 3, 7, 13][rng.below(5)]).collect();
             let xr = rng.below(rank + 1);
             let xs: Vec<usize> = full[rank - xr..].iter().map(|&d| if rng.below(2) == 0 { 1 } else { d }).collect();
-            let req: Vec<i64> = full.iter().zip(0..).map(|(&d, k)| if k >= rank - xr && xs[k + xr - rank] == d && rng.below(2) == 0 { 1 } else { d as i64 }).collect();
+            let req: Vec<i64> = full
+                .iter()
+                .zip(0..)
+                .map(|(&d, k)| if k >= rank - xr && xs[k + xr - rank] == d && rng.below(2) == 0 { 1 } else { d as i64 })
+                .collect();
             let x = iota(&xs);
             let out = expand(&x, &req).unwrap();
             assert_eq!(out.shape(), &full[..]);
             let want: Vec<f32> = (0..full.iter().product())
                 .map(|o| {
                     let oi = unravel(o, &full);
-                    let xi: Vec<usize> = xs.iter().enumerate().map(|(k, &d)| if d == 1 { 0 } else { oi[k + rank - xr] }).collect();
+                    let xi: Vec<usize> =
+                        xs.iter().enumerate().map(|(k, &d)| if d == 1 { 0 } else { oi[k + rank - xr] }).collect();
                     ravel(&xi, &xs) as f32
                 })
                 .collect();

@@ -1,10 +1,10 @@
 //! Flatten: reshape to 2-D around an axis.
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::shape::util::{check_inputs, checked_numel, copy_all, single_output};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{TensorMut, TensorRef};
-use crate::invalid;
 
 /// ONNX `Flatten`: output `[prod(dims[..axis]), prod(dims[axis..])]`.
 #[derive(Clone, Debug)]

@@ -45,8 +45,8 @@ fn run_t<T: Element>(x: TensorRef, indices: DataRef, out: &mut TensorMut, axis: 
     let mut idx = [0usize; MAX_RANK];
     for (o, slot) in dst.iter_mut().enumerate() {
         let mut s = 0usize;
-        for k in 0..shape.len() {
-            let i = if k == axis { resolve_index(indices, o, x.shape[axis])? } else { idx[k] };
+        for (k, &ik) in idx.iter().enumerate().take(shape.len()) {
+            let i = if k == axis { resolve_index(indices, o, x.shape[axis])? } else { ik };
             s += i * layout.strides[k] as usize;
         }
         *slot = *src.get(s).ok_or_else(|| invalid_err!("index shape exceeds data"))?;
@@ -118,12 +118,16 @@ mod tests {
             let mut shape = rng.shape(rank, 4);
             let axis = rng.below(rank);
             shape[axis] = [1, 7, 13][rng.below(3)];
-            let ishape: Vec<usize> =
-                shape.iter().enumerate().map(|(k, &d)| if k == axis { 1 + rng.below(5) } else { 1 + rng.below(d) }).collect();
+            let ishape: Vec<usize> = shape
+                .iter()
+                .enumerate()
+                .map(|(k, &d)| if k == axis { 1 + rng.below(5) } else { 1 + rng.below(d) })
+                .collect();
             let d = shape[axis] as i64;
             let iv: Vec<i64> = (0..ishape.iter().product::<usize>()).map(|_| rng.range(-d, d - 1)).collect();
             let x = iota(&shape);
-            let out = eval(&GatherElements { axis: axis as i64 - rank as i64 }, &[Some(&x), Some(&ints(&ishape, &iv))]).unwrap();
+            let out = eval(&GatherElements { axis: axis as i64 - rank as i64 }, &[Some(&x), Some(&ints(&ishape, &iv))])
+                .unwrap();
             let want: Vec<f32> = (0..iv.len())
                 .map(|o| {
                     let mut xi = unravel(o, &ishape);

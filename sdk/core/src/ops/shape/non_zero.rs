@@ -1,10 +1,10 @@
 //! NonZero: the indices of the non-zero elements, one row per dim.
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::shape::util::{check_inputs, check_rank, dispatch, next_index, single_output};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, const_value, required};
 use crate::tensor::{DType, Element, MAX_RANK, TensorMut, TensorRef};
-use crate::invalid;
 
 /// ONNX `NonZero`: output `[rank, count]` int64, indices in row-major order. The output
 /// shape depends on the data, so the input must be known when shapes are planned. A

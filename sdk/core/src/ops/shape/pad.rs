@@ -1,7 +1,9 @@
 //! Pad: grow (or, with negative pads, crop) each dim, filling by a mode.
 
 use crate::error::Result;
-use crate::ops::shape::util::{INDEX_TYPES, check_dtype, check_inputs, check_rank, dispatch, int_at_or_err, next_index, single_output};
+use crate::ops::shape::util::{
+    INDEX_TYPES, check_dtype, check_inputs, check_rank, dispatch, int_at_or_err, next_index, single_output,
+};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, const_value, optional, required};
 use crate::tensor::{DType, DataRef, Element, MAX_RANK, TensorMut, TensorRef, strides_fixed};
 use crate::{invalid, invalid_err};
@@ -117,7 +119,13 @@ fn source(o: usize, d: usize, b: i64, mode: PadMode) -> Option<usize> {
     })
 }
 
-fn run_t<T: Element>(x: TensorRef, value: Option<TensorRef>, out: &mut TensorMut, b: &[i64], mode: PadMode) -> Result<()> {
+fn run_t<T: Element>(
+    x: TensorRef,
+    value: Option<TensorRef>,
+    out: &mut TensorMut,
+    b: &[i64],
+    mode: PadMode,
+) -> Result<()> {
     let src = x.typed::<T>()?;
     let fill = match value {
         Some(v) => v.typed::<T>()?.first().copied().unwrap_or_default(),
@@ -197,9 +205,9 @@ impl Op for Pad {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attr;
     use crate::ops::eval;
     use crate::ops::shape::util::testing::*;
-    use crate::ops::Attr;
     use crate::tensor::{Tensor, TensorData};
 
     fn pad(mode: &str, x: &Tensor, pads: &[i64], value: Option<f32>, axes: Option<&[i64]>) -> Result<Tensor> {
@@ -293,7 +301,10 @@ mod tests {
         assert!(Pad::build(&Attrs::new().with("mode", Attr::String("wrap".into())), 18).is_err());
         assert!(Pad::build(&Attrs::new().with("mode", Attr::String("mirror".into())), 19).is_err());
         let op = Pad::build(&Attrs::new(), 13).unwrap();
-        assert!(eval(&op, &[Some(&x), Some(&ints1(&[0; 4])), None, Some(&ints1(&[0]))]).is_err(), "axes needs opset 18");
+        assert!(
+            eval(&op, &[Some(&x), Some(&ints1(&[0; 4])), None, Some(&ints1(&[0]))]).is_err(),
+            "axes needs opset 18"
+        );
         let iv = Tensor::new(vec![], TensorData::I64(vec![1])).unwrap();
         assert!(eval(&op, &[Some(&x), Some(&ints1(&[0; 4])), Some(&iv)]).is_err(), "constant_value type");
     }

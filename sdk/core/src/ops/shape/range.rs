@@ -7,7 +7,8 @@ use crate::tensor::{DType, DataMut, DataRef, TensorMut, TensorRef};
 use crate::{invalid, invalid_err};
 
 /// ONNX `Range`: `len = max(ceil((limit - start) / delta), 0)`, `out[i] = start + i·delta`.
-/// The three inputs are scalars of one type: float32, int32 or int64.
+/// The three inputs are scalars of one type: float32, int32 or int64 (and float16, which
+/// opset 27 added; it computes in f32).
 #[derive(Clone, Debug, Default)]
 pub struct Range;
 
@@ -21,13 +22,9 @@ impl Range {
 /// Number of elements, from the three scalars (same type, checked by the caller).
 fn count(start: DataRef, limit: DataRef, delta: DataRef) -> Result<usize> {
     let n: i128 = match (start, limit, delta) {
-        (DataRef::F32(s), DataRef::F32(l), DataRef::F32(d)) => {
-            let (s, l, d) = (first(s)? as f64, first(l)? as f64, first(d)? as f64);
-            if d == 0.0 || !s.is_finite() || !l.is_finite() || !d.is_finite() {
-                invalid!("Range needs finite inputs and a non-zero delta");
-            }
-            let n = ((l - s) / d).ceil();
-            if n > 1e15 { i128::MAX } else { n as i128 }
+        (DataRef::F32(s), DataRef::F32(l), DataRef::F32(d)) => float_count(first(s)?, first(l)?, first(d)?)?,
+        (DataRef::F16(s), DataRef::F16(l), DataRef::F16(d)) => {
+            float_count(first(s)?.to_f32(), first(l)?.to_f32(), first(d)?.to_f32())?
         }
         (DataRef::I32(s), DataRef::I32(l), DataRef::I32(d)) => {
             int_count(first(s)? as i128, first(l)? as i128, first(d)? as i128)?
@@ -35,9 +32,18 @@ fn count(start: DataRef, limit: DataRef, delta: DataRef) -> Result<usize> {
         (DataRef::I64(s), DataRef::I64(l), DataRef::I64(d)) => {
             int_count(first(s)? as i128, first(l)? as i128, first(d)? as i128)?
         }
-        _ => invalid!("start, limit and delta must be one type: float32, int32 or int64"),
+        _ => invalid!("start, limit and delta must be one type: float32, float16, int32 or int64"),
     };
     usize::try_from(n.max(0)).map_err(|_| invalid_err!("Range output too large"))
+}
+
+fn float_count(s: f32, l: f32, d: f32) -> Result<i128> {
+    let (s, l, d) = (s as f64, l as f64, d as f64);
+    if d == 0.0 || !s.is_finite() || !l.is_finite() || !d.is_finite() {
+        invalid!("Range needs finite inputs and a non-zero delta");
+    }
+    let n = ((l - s) / d).ceil();
+    Ok(if n > 1e15 { i128::MAX } else { n as i128 })
 }
 
 fn int_count(s: i128, l: i128, d: i128) -> Result<i128> {
@@ -63,7 +69,7 @@ impl Op for Range {
         check_inputs(inputs, 3, 3, "Range")?;
         let names = ["start", "limit", "delta"];
         let dtype = required(inputs, 0, "start")?.dtype;
-        check_dtype(dtype, &[DType::F32, DType::I32, DType::I64], "start")?;
+        check_dtype(dtype, &[DType::F32, DType::F16, DType::I32, DType::I64], "start")?;
         for (i, name) in names.iter().enumerate() {
             let inp = required(inputs, i, name)?;
             if inp.dtype != dtype {
@@ -91,6 +97,12 @@ impl Op for Range {
                 let (s, d) = (first(s)?, first(d)?);
                 for (i, x) in o.iter_mut().enumerate() {
                     *x = s + i as f32 * d;
+                }
+            }
+            (DataMut::F16(o), DataRef::F16(s), DataRef::F16(d)) => {
+                let (s, d) = (first(s)?.to_f32(), first(d)?.to_f32());
+                for (i, x) in o.iter_mut().enumerate() {
+                    *x = half::f16::from_f32(s + i as f32 * d);
                 }
             }
             (DataMut::I32(o), DataRef::I32(s), DataRef::I32(d)) => {
@@ -153,6 +165,9 @@ mod tests {
         assert_eq!(f32s(&out[0]), vec![1.0, 1.25, 1.5, 1.75]);
         let out = eval(&Range, &[Some(&t(0.0)), Some(&t(1.0)), Some(&t(0.3))]).unwrap();
         assert_eq!(out[0].len(), 4);
+        let h = |v: f32| Tensor::new(vec![], TensorData::F16(vec![half::f16::from_f32(v)])).unwrap();
+        let out = eval(&Range, &[Some(&h(1.0)), Some(&h(5.0)), Some(&h(1.5))]).unwrap();
+        assert_eq!(out[0].to_f32_vec().unwrap(), vec![1.0, 2.5, 4.0]);
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! Reshape: the same elements under a new shape (with ONNX's 0 and -1 rules).
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::shape::util::{check_inputs, checked_numel, const_ints, copy_all, single_output};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
-use crate::invalid;
 
 /// ONNX `Reshape`.
 #[derive(Clone, Debug, Default)]
@@ -39,7 +39,9 @@ impl Reshape {
                 }
                 0 if !self.allowzero => match input.get(i) {
                     Some(&d) => out.push(d),
-                    None => invalid!("shape {shape:?} copies dim {i} (0) but the input {input:?} has rank {}", input.len()),
+                    None => {
+                        invalid!("shape {shape:?} copies dim {i} (0) but the input {input:?} has rank {}", input.len())
+                    }
                 },
                 v if v < 0 => invalid!("shape {shape:?} has invalid dim {v}"),
                 v => out.push(usize::try_from(v).map_err(|_| crate::invalid_err!("dim {v} too large"))?),
@@ -151,7 +153,7 @@ mod tests {
             let mut rest = n;
             let mut want = Vec::new();
             for d in 2..=n {
-                while rest % d == 0 && rng.below(2) == 0 {
+                while rest.is_multiple_of(d) && rng.below(2) == 0 {
                     want.push(d);
                     rest /= d;
                 }

@@ -87,7 +87,13 @@ impl Combine for bool {
     }
 }
 
-fn run_t<T: Combine>(x: TensorRef, indices: TensorRef, updates: TensorRef, out: &mut TensorMut, red: Reduction) -> Result<()> {
+fn run_t<T: Combine>(
+    x: TensorRef,
+    indices: TensorRef,
+    updates: TensorRef,
+    out: &mut TensorMut,
+    red: Reduction,
+) -> Result<()> {
     let dst = out.typed_mut::<T>()?;
     let src = x.typed::<T>()?;
     if dst.len() != src.len() {
@@ -103,8 +109,8 @@ fn run_t<T: Combine>(x: TensorRef, indices: TensorRef, updates: TensorRef, out: 
     let strides = strides_fixed(x.shape);
     for t in 0..tuples {
         let mut off = 0usize;
-        for j in 0..k {
-            off += resolve_index(indices.data, t * k + j, x.shape[j])? * strides[j];
+        for (j, (&dim, &st)) in x.shape.iter().zip(&strides).take(k).enumerate() {
+            off += resolve_index(indices.data, t * k + j, dim)? * st;
         }
         let from = upd.get(t * inner..(t + 1) * inner).ok_or_else(|| invalid_err!("updates too small"))?;
         let to = dst.get_mut(off..off + inner).ok_or_else(|| invalid_err!("output too small"))?;
@@ -113,8 +119,20 @@ fn run_t<T: Combine>(x: TensorRef, indices: TensorRef, updates: TensorRef, out: 
                 Reduction::None => u,
                 Reduction::Add => d.add(u),
                 Reduction::Mul => d.mul(u),
-                Reduction::Max => if u > *d { u } else { *d },
-                Reduction::Min => if u < *d { u } else { *d },
+                Reduction::Max => {
+                    if u > *d {
+                        u
+                    } else {
+                        *d
+                    }
+                }
+                Reduction::Min => {
+                    if u < *d {
+                        u
+                    } else {
+                        *d
+                    }
+                }
             };
         }
     }
@@ -175,9 +193,9 @@ impl Op for ScatterNd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attr;
     use crate::ops::eval;
     use crate::ops::shape::util::testing::*;
-    use crate::ops::Attr;
     use crate::tensor::{Tensor, TensorData};
 
     fn op(red: &str, opset: i64) -> Result<ScatterNd> {
@@ -199,9 +217,17 @@ mod tests {
         let out = eval(&op("add", 16).unwrap(), &[Some(&x), Some(&i), Some(&u)]).unwrap();
         assert_eq!(f32s(&out[0]), vec![10., 12., 2., 3., 16., 18.]);
         // k = 0: the one tuple addresses all of data.
-        let out = eval(&op("mul", 16).unwrap(), &[Some(&iota(&[2])), Some(&ints(&[1, 0], &[])), Some(&Tensor::from_f32(&[1, 2], vec![3., 3.]).unwrap())]).unwrap();
+        let out = eval(
+            &op("mul", 16).unwrap(),
+            &[Some(&iota(&[2])), Some(&ints(&[1, 0], &[])), Some(&Tensor::from_f32(&[1, 2], vec![3., 3.]).unwrap())],
+        )
+        .unwrap();
         assert_eq!(f32s(&out[0]), vec![0., 3.]);
-        let out = eval(&op("max", 18).unwrap(), &[Some(&iota(&[3, 2])), Some(&ints(&[1, 2], &[1, 1])), Some(&Tensor::from_f32(&[1], vec![-1.]).unwrap())]).unwrap();
+        let out = eval(
+            &op("max", 18).unwrap(),
+            &[Some(&iota(&[3, 2])), Some(&ints(&[1, 2], &[1, 1])), Some(&Tensor::from_f32(&[1], vec![-1.]).unwrap())],
+        )
+        .unwrap();
         assert_eq!(f32s(&out[0]), vec![0., 1., 2., 3., 4., 5.]);
     }
 
@@ -231,7 +257,11 @@ mod tests {
                 let x = Tensor::from_i64(&shape, xv.clone()).unwrap();
                 let out = eval(
                     &op(red, 18).unwrap(),
-                    &[Some(&x), Some(&ints(&[tuples.len(), k], &iv)), Some(&Tensor::from_i64(&ushape, uv.clone()).unwrap())],
+                    &[
+                        Some(&x),
+                        Some(&ints(&[tuples.len(), k], &iv)),
+                        Some(&Tensor::from_i64(&ushape, uv.clone()).unwrap()),
+                    ],
                 )
                 .unwrap();
                 let mut want = xv.clone();

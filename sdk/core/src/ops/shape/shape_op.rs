@@ -1,10 +1,10 @@
 //! Shape: the input's shape as an int64 tensor (optionally a `start..end` part, opset 15).
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::shape::util::{check_inputs, single_output};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
-use crate::invalid;
 
 /// ONNX `Shape`.
 #[derive(Clone, Debug, Default)]
@@ -62,9 +62,9 @@ impl Op for Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attr;
     use crate::ops::eval;
     use crate::ops::shape::util::testing::*;
-    use crate::ops::Attr;
     use crate::tensor::{Tensor, TensorData};
 
     fn shape(start: Option<i64>, end: Option<i64>, opset: i64, x: &Tensor) -> Vec<i64> {

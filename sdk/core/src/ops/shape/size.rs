@@ -1,10 +1,10 @@
 //! Size: the input's element count as an int64 scalar.
 
 use crate::error::Result;
+use crate::invalid_err;
 use crate::ops::shape::util::{check_inputs, single_output};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
-use crate::invalid_err;
 
 /// ONNX `Size`.
 #[derive(Clone, Debug, Default)]

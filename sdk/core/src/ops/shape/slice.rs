@@ -1,13 +1,12 @@
 //! Slice: take a strided sub-block (starts/ends/axes/steps as inputs, opset 10+).
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::shape::util::{
-    INDEX_TYPES, Strided, check_dtype, check_inputs, check_rank, copy_strided, dispatch, int_at_or_err,
-    single_output,
+    INDEX_TYPES, Strided, check_dtype, check_inputs, check_rank, copy_strided, dispatch, int_at_or_err, single_output,
 };
 use crate::ops::{Attrs, InferInput, Op, TypeShape, const_value, optional, required};
 use crate::tensor::{DataRef, Element, MAX_RANK, TensorMut, TensorRef};
-use crate::invalid;
 
 /// ONNX `Slice` (opset 10+ form: every parameter is an input).
 #[derive(Clone, Debug, Default)]
@@ -32,7 +31,13 @@ struct Params {
 }
 
 fn clamp(v: i64, lo: i64, hi: i64) -> i64 {
-    if v < lo { lo } else if v > hi { hi } else { v }
+    if v < lo {
+        lo
+    } else if v > hi {
+        hi
+    } else {
+        v
+    }
 }
 
 /// Resolves the ONNX rules (negative indices count from the end, out-of-range values clamp,
@@ -246,7 +251,8 @@ mod tests {
                 let st = rng.range(1, 4);
                 steps.push(if rng.below(2) == 0 { st } else { -st });
             }
-            let ax: Vec<i64> = axes.iter().map(|&a| if rng.below(2) == 0 { a as i64 } else { a as i64 - rank as i64 }).collect();
+            let ax: Vec<i64> =
+                axes.iter().map(|&a| if rng.below(2) == 0 { a as i64 } else { a as i64 - rank as i64 }).collect();
             let out = slice(&x, &starts, &ends, Some(&ax), Some(&steps)).unwrap();
             // Expected: cartesian product of the visited indices per axis.
             let mut ranges: Vec<Vec<usize>> = (0..rank).map(|k| (0..shape[k]).collect()).collect();

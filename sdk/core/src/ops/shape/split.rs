@@ -40,10 +40,10 @@ impl Split {
     /// The piece sizes for a dim of size `dim`, given the sizes requested (if any).
     pub fn sizes(&self, dim: usize, split: Option<&[i64]>) -> Result<Vec<usize>> {
         if let Some(split) = split {
-            if let Some(n) = self.num_outputs {
-                if n != split.len() {
-                    invalid!("split {split:?} has {} sizes but there are {n} outputs", split.len());
-                }
+            if let Some(n) = self.num_outputs
+                && n != split.len()
+            {
+                invalid!("split {split:?} has {} sizes but there are {n} outputs", split.len());
             }
             let mut sizes = Vec::with_capacity(split.len());
             let mut sum = 0usize;
@@ -59,9 +59,9 @@ impl Split {
             }
             return Ok(sizes);
         }
-        let n = self.num_outputs.ok_or_else(|| {
-            invalid_err!("Split needs `split` sizes or the number of outputs (`num_outputs`)")
-        })?;
+        let n = self
+            .num_outputs
+            .ok_or_else(|| invalid_err!("Split needs `split` sizes or the number of outputs (`num_outputs`)"))?;
         let chunk = dim.div_ceil(n);
         let last = dim
             .checked_sub(chunk * (n - 1))
@@ -133,9 +133,9 @@ impl Op for Split {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attr;
     use crate::ops::eval;
     use crate::ops::shape::util::testing::*;
-    use crate::ops::Attr;
     use crate::tensor::Tensor;
 
     fn op(opset: i64, attrs: &[(&str, Attr)]) -> Split {

@@ -1,10 +1,10 @@
 //! Squeeze: remove size-1 dims.
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::shape::util::{check_inputs, const_ints, copy_all, norm_axes, single_output};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, optional, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
-use crate::invalid;
 
 /// ONNX `Squeeze`: axes from the attribute before opset 13, from input #1 since.
 #[derive(Clone, Debug)]
@@ -75,9 +75,9 @@ impl Op for Squeeze {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attr;
     use crate::ops::eval;
     use crate::ops::shape::util::testing::*;
-    use crate::ops::Attr;
 
     fn sq13(shape: &[usize], axes: Option<&[i64]>) -> Result<Vec<usize>> {
         let op = Squeeze::build(&Attrs::new(), 13)?;

@@ -1,10 +1,10 @@
 //! Transpose: permute the dims.
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::shape::util::{Strided, check_inputs, check_rank, copy_strided, dispatch, single_output};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{Element, MAX_RANK, TensorMut, TensorRef};
-use crate::invalid;
 
 /// ONNX `Transpose`: `out.shape[i] = in.shape[perm[i]]`; no `perm` reverses the dims.
 #[derive(Clone, Debug, Default)]

@@ -1,10 +1,10 @@
 //! Unsqueeze: insert size-1 dims.
 
 use crate::error::Result;
+use crate::invalid;
 use crate::ops::shape::util::{check_inputs, const_ints, copy_all, norm_axes, single_output};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
-use crate::invalid;
 
 /// ONNX `Unsqueeze`: axes (positions in the output) from the attribute before opset 13,
 /// from input #1 since.
@@ -31,9 +31,7 @@ impl Unsqueeze {
         let rank = shape.len() + axes.len();
         let axes = norm_axes(axes, rank, "axes")?;
         let mut src = shape.iter();
-        Ok((0..rank)
-            .map(|i| if axes.contains(&i) { 1 } else { src.next().copied().unwrap_or(1) })
-            .collect())
+        Ok((0..rank).map(|i| if axes.contains(&i) { 1 } else { src.next().copied().unwrap_or(1) }).collect())
     }
 }
 
@@ -70,9 +68,9 @@ impl Op for Unsqueeze {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::Attr;
     use crate::ops::eval;
     use crate::ops::shape::util::testing::*;
-    use crate::ops::Attr;
 
     fn unsq(shape: &[usize], axes: &[i64]) -> Result<Vec<usize>> {
         let op = Unsqueeze::build(&Attrs::new(), 13)?;

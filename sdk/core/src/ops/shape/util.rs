@@ -74,12 +74,7 @@ pub(crate) const INDEX_TYPES: &[DType] = &[DType::I32, DType::I64];
 
 /// The constant value of integer input `i` as i64s, checking its element type and that it
 /// is a scalar or 1-D.
-pub(crate) fn const_ints(
-    inputs: &[Option<InferInput>],
-    i: usize,
-    what: &str,
-    allowed: &[DType],
-) -> Result<Vec<i64>> {
+pub(crate) fn const_ints(inputs: &[Option<InferInput>], i: usize, what: &str, allowed: &[DType]) -> Result<Vec<i64>> {
     let inp = required(inputs, i, what)?;
     check_dtype(inp.dtype, allowed, what)?;
     if inp.shape.len() > 1 {
@@ -154,13 +149,7 @@ impl Strided {
 
 /// Copies a `shape`-sized block: `dst[d.offset + Σ idx·d.strides] = src[s.offset + Σ idx·s.strides]`
 /// for every index of `shape`. No allocation; an index outside either buffer is an error.
-pub(crate) fn copy_strided<T: Copy>(
-    src: &[T],
-    s: &Strided,
-    dst: &mut [T],
-    d: &Strided,
-    shape: &[usize],
-) -> Result<()> {
+pub(crate) fn copy_strided<T: Copy>(src: &[T], s: &Strided, dst: &mut [T], d: &Strided, shape: &[usize]) -> Result<()> {
     let rank = shape.len();
     if rank > MAX_RANK {
         invalid!("rank {rank} is more than the supported {MAX_RANK}");
