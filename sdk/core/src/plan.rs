@@ -253,7 +253,9 @@ pub fn plan(graph: &Graph, given: &HashMap<String, Vec<usize>>) -> Result<Plan> 
             last[i] = last[i].max(k + 1);
         }
     }
-    for &o in &graph.outputs {
+    // Outputs must survive the run, and inputs too: a caller may set inputs once and run
+    // many times (benchmarks, a static mask), so no step may reuse an input's memory.
+    for &o in graph.outputs.iter().chain(&graph.inputs) {
         last[o] = end;
     }
     let in_arena = |id: ValueId| def[id] != usize::MAX && consts[id].is_none();
