@@ -18,12 +18,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
 
-def face_image(size):
-    """astronaut.png (public domain) as MediaPipe's BlazeFace wants it: RGB, resized to the
-    model input, scaled to [-1, 1], NCHW."""
-    img = Image.open(os.path.join(ROOT, "models/images/astronaut.png")).convert("RGB")
+def face_image(size, name="astronaut", unit=False):
+    """An image from models/images as MediaPipe's models want it: RGB, resized to the model
+    input, scaled to [-1, 1] (or [0, 1] with `unit`), NCHW."""
+    img = Image.open(os.path.join(ROOT, f"models/images/{name}.png")).convert("RGB")
     img = img.resize((size, size), Image.BILINEAR)
-    x = np.asarray(img, dtype=np.float32) / 127.5 - 1.0
+    x = np.asarray(img, dtype=np.float32)
+    x = x / 255.0 if unit else x / 127.5 - 1.0
     return x.transpose(2, 0, 1)[None].copy()
 
 
@@ -39,6 +40,13 @@ def audio(n, seed):
 def cases():
     yield "blazeface_short", "models/blazeface_short.onnx", {"input": face_image(128)}, "astronaut.png 128x128 RGB [-1,1] NCHW"
     yield "blazeface_full", "models/blazeface_full.onnx", {"input": face_image(192)}, "astronaut.png 192x192 RGB [-1,1] NCHW"
+    # A profile face (camera.png, CC0) and a face-free photo (coffee.png).
+    yield "blazeface_short_camera", "models/blazeface_short.onnx", {"input": face_image(128, "camera")}, "camera.png 128x128"
+    yield "blazeface_full_coffee", "models/blazeface_full.onnx", {"input": face_image(192, "coffee")}, "coffee.png 192x192 (no face)"
+    # Models nobody tuned edgert for (MediaPipe, converted the same way).
+    yield "untuned_hand_landmark_lite", "models/untuned/hand_landmark_lite.onnx", {"input_1": face_image(224, unit=True)}, "astronaut.png 224x224 RGB [0,1]"
+    yield "untuned_hand_recrop", "models/untuned/hand_recrop.onnx", {"input_1": face_image(256, "coffee")}, "coffee.png 256x256 RGB [-1,1]"
+    yield "untuned_iris_landmark", "models/untuned/iris_landmark.onnx", {"input_1": face_image(64, unit=True)}, "astronaut.png 64x64 RGB [0,1]"
     chunks = audio(8 * 576, 1).reshape(8, 576)
     zeros = np.zeros((1, 1, 128), np.float32)
     yield (

@@ -191,7 +191,7 @@ fn run(model: &Path, inputs: &[String], output_dir: Option<&Path>, summary: bool
             print_summary(name, &t, top);
         }
     }
-    eprintln!("ran in {ms:.2} ms (single run, includes first-touch of memory; use `edgert bench` for timing)");
+    eprintln!("ran in {ms:.2} ms (one cold run with the reference kernels: not a benchmark)");
     Ok(())
 }
 
