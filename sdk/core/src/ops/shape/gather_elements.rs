@@ -81,6 +81,7 @@ impl Op for GatherElements {
         let idx = required(inputs, 1, "indices")?;
         let axis = norm_axis(self.axis, x.shape.len(), "axis")?;
         let out = single_output(outputs)?;
+        check_rank(x.shape, "data")?;
         check_index_shape(x.shape, out.shape, axis, "output")?;
         if out.shape != idx.shape {
             invalid!("output shape {:?} differs from indices shape {:?}", out.shape, idx.shape);

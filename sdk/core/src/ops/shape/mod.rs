@@ -7,6 +7,9 @@ use crate::error::Result;
 
 mod util;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub mod concat;
 pub mod constant;
 pub mod constant_of_shape;
