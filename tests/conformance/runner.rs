@@ -107,13 +107,11 @@ fn check_planned(graph: &Graph, inputs: &[Tensor], outputs: &[Tensor]) -> Result
         // Inputs that carry shapes (Reshape targets, Reduce axes, TopK's K) must be known to
         // plan: freeze the integer inputs as constants, as a user would with shape tensors.
         Err(e) if e.contains("must be known when shapes are planned") => {
-            let (frozen, rest): (HashMap<_, _>, HashMap<_, _>) = named
-                .into_iter()
-                .partition(|(_, t)| {
-                    // Integer inputs (shapes, axes, K) and short 1-D float vectors (Resize scales).
-                    matches!(t.dtype(), edgert_core::DType::I64 | edgert_core::DType::I32)
-                        || (t.shape().len() <= 1 && t.len() <= 8)
-                });
+            let (frozen, rest): (HashMap<_, _>, HashMap<_, _>) = named.into_iter().partition(|(_, t)| {
+                // Integer inputs (shapes, axes, K) and short 1-D float vectors (Resize scales).
+                matches!(t.dtype(), edgert_core::DType::I64 | edgert_core::DType::I32)
+                    || (t.shape().len() <= 1 && t.len() <= 8)
+            });
             let mut g = graph.clone();
             g.freeze_inputs(&frozen).map_err(|e| format!("freeze: {e}"))?;
             compare(&run_planned(g, rest, outputs.len())?, outputs, "planned (shape inputs frozen)")
@@ -177,8 +175,8 @@ fn onnx_node_conformance() {
             }
             continue;
         }
-        let result = std::panic::catch_unwind(|| run_case(&data.join(case)))
-            .unwrap_or_else(|_| Err("PANIC".to_string()));
+        let result =
+            std::panic::catch_unwind(|| run_case(&data.join(case))).unwrap_or_else(|_| Err("PANIC".to_string()));
         match result {
             Ok(_) => passed.push(case.clone()),
             Err(e) => {

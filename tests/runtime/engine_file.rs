@@ -95,7 +95,11 @@ fn other_versions_and_targets_are_named() {
     let msg = Engine::from_bytes(&retarget_bytes(&bytes, &t).unwrap()).unwrap_err().to_string();
     assert!(msg.contains("cuda"), "{msg}");
 
-    let t = Target { backend: "cpu".into(), arch: std::env::consts::ARCH.into(), required_features: vec!["no-such-feature".into()] };
+    let t = Target {
+        backend: "cpu".into(),
+        arch: std::env::consts::ARCH.into(),
+        required_features: vec!["no-such-feature".into()],
+    };
     let msg = Engine::from_bytes(&retarget_bytes(&bytes, &t).unwrap()).unwrap_err().to_string();
     assert!(msg.contains("no-such-feature"), "{msg}");
 

@@ -6,8 +6,8 @@ use prost::Message;
 
 // The generated schema types, re-exported for building test models by hand.
 use edgert_core::onnx::proto_types::{
-    GraphProto, NodeProto, OperatorSetIdProto, StringStringEntryProto, TensorProto, TypeProto, ValueInfoProto,
-    tensor_proto, tensor_shape_proto, type_proto, TensorShapeProto,
+    GraphProto, NodeProto, OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto, TypeProto,
+    ValueInfoProto, tensor_proto, tensor_shape_proto, type_proto,
 };
 
 fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
@@ -137,7 +137,9 @@ fn external_data_stays_inside_the_model_folder() {
     // Reading past the end of the data file is an error too.
     let mut short = mk("weights.bin");
     if let Some(g) = short.graph.as_mut() {
-        g.initializer[0].external_data.push(StringStringEntryProto { key: Some("offset".into()), value: Some("4".into()) });
+        g.initializer[0]
+            .external_data
+            .push(StringStringEntryProto { key: Some("offset".into()), value: Some("4".into()) });
     }
     let p = sub.join("short.onnx");
     std::fs::write(&p, short.encode_to_vec()).unwrap();

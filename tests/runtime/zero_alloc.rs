@@ -67,6 +67,10 @@ fn steady_state_run_allocates_nothing() {
         let n = ALLOCS.load(Ordering::SeqCst);
         assert!(ok, "{case}: run failed");
         assert_eq!(n, 0, "{case}: {n} heap allocations in 3 steady-state runs");
-        println!("{case}: 0 allocations in 3 runs ({} steps, arena {} bytes)", ctx.plan().steps.len(), ctx.plan().arena_bytes);
+        println!(
+            "{case}: 0 allocations in 3 runs ({} steps, arena {} bytes)",
+            ctx.plan().steps.len(),
+            ctx.plan().arena_bytes
+        );
     }
 }

@@ -84,11 +84,16 @@ fn real_main() -> Result<()> {
                 t0.elapsed().as_secs_f64() * 1e3
             );
             if let Some(p) = &engine.build.plan {
-                println!("arena {} bytes (lower bound {}), scratch {} bytes", p.arena_bytes, p.lower_bound_bytes, p.scratch_bytes);
+                println!(
+                    "arena {} bytes (lower bound {}), scratch {} bytes",
+                    p.arena_bytes, p.lower_bound_bytes, p.scratch_bytes
+                );
             }
             Ok(())
         }
-        Cmd::Run { model, inputs, output_dir, summary, top } => run(&model, &inputs, output_dir.as_deref(), summary, top),
+        Cmd::Run { model, inputs, output_dir, summary, top } => {
+            run(&model, &inputs, output_dir.as_deref(), summary, top)
+        }
         Cmd::Inspect { model, shapes, ops: list_ops } => {
             if list_ops {
                 for op in ops::supported_ops() {
@@ -210,7 +215,12 @@ fn print_summary(name: &str, t: &Tensor, top: Option<usize>) {
     }
     let mean = if v.is_empty() { 0.0 } else { sum / v.len() as f64 };
     let first: Vec<String> = v.iter().take(6).map(|x| format!("{x:.5}")).collect();
-    println!("{name}: {} {:?} min {lo:.5} max {hi:.5} mean {mean:.5} first [{}]", t.dtype(), t.shape(), first.join(", "));
+    println!(
+        "{name}: {} {:?} min {lo:.5} max {hi:.5} mean {mean:.5} first [{}]",
+        t.dtype(),
+        t.shape(),
+        first.join(", ")
+    );
     if let Some(k) = top {
         let mut idx: Vec<usize> = (0..v.len()).collect();
         idx.sort_by(|&a, &b| v[b].total_cmp(&v[a]));

@@ -98,8 +98,17 @@ mod tests {
         let big = Tensor::from_f32(&[3], vec![1000.2, 0.1, -5.0]).unwrap();
         assert!(mismatch(&big, &want, Tolerance::F32).is_some());
         // Types, shapes and integers are exact.
-        assert!(mismatch(&Tensor::from_i64(&[1], vec![1]).unwrap(), &Tensor::from_i64(&[1], vec![2]).unwrap(), Tolerance::F32).is_some());
-        assert!(mismatch(&want, &Tensor::from_f32(&[1, 3], vec![1000.0, 0.1, -5.0]).unwrap(), Tolerance::F32).is_some());
+        assert!(
+            mismatch(
+                &Tensor::from_i64(&[1], vec![1]).unwrap(),
+                &Tensor::from_i64(&[1], vec![2]).unwrap(),
+                Tolerance::F32
+            )
+            .is_some()
+        );
+        assert!(
+            mismatch(&want, &Tensor::from_f32(&[1, 3], vec![1000.0, 0.1, -5.0]).unwrap(), Tolerance::F32).is_some()
+        );
         let nan = Tensor::from_f32(&[1], vec![f32::NAN]).unwrap();
         assert!(mismatch(&nan, &nan, Tolerance::F32).is_none());
     }

@@ -155,7 +155,9 @@ impl Context {
     /// A mutable view of the named input's memory, to fill it in place (no copy).
     pub fn input_mut(&mut self, name: &str) -> Result<TensorMut<'_>> {
         let id = self.input_id(name)?;
-        let t = self.plan.types[id].as_ref().ok_or_else(|| Error::Input { name: name.into(), message: "no type".into() })?;
+        let t = self.plan.types[id]
+            .as_ref()
+            .ok_or_else(|| Error::Input { name: name.into(), message: "no type".into() })?;
         let Slot::Arena { offset } = self.plan.slots[id] else {
             return Err(Error::Input { name: name.into(), message: "input is unused by the model".into() });
         };

@@ -65,7 +65,9 @@ impl Target {
             )));
         }
         if let Some(f) = self.required_features.iter().find(|f| !cpu_has(f)) {
-            return Err(Error::Engine(format!("needs the CPU feature `{f}`, which this CPU lacks: rebuild the engine here")));
+            return Err(Error::Engine(format!(
+                "needs the CPU feature `{f}`, which this CPU lacks: rebuild the engine here"
+            )));
         }
         Ok(())
     }
@@ -217,7 +219,11 @@ impl Engine {
             return Err(Error::Engine("not an edgert engine (bad magic)".into()));
         }
         if bytes.len() < HEADER_BYTES + 4 {
-            return Err(Error::Engine(format!("truncated: {} bytes, the header alone needs {}", bytes.len(), HEADER_BYTES + 4)));
+            return Err(Error::Engine(format!(
+                "truncated: {} bytes, the header alone needs {}",
+                bytes.len(),
+                HEADER_BYTES + 4
+            )));
         }
         let u32_at = |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
         let u64_at = |o: usize| {
@@ -251,7 +257,9 @@ impl Engine {
         let stored = u32_at(total - 4);
         let actual = crc32fast::hash(&bytes[..total - 4]);
         if stored != actual {
-            return Err(Error::Engine(format!("checksum mismatch (stored {stored:08x}, computed {actual:08x}): the file is corrupted")));
+            return Err(Error::Engine(format!(
+                "checksum mismatch (stored {stored:08x}, computed {actual:08x}): the file is corrupted"
+            )));
         }
         let meta: Metadata = serde_json::from_slice(&bytes[HEADER_BYTES..HEADER_BYTES + meta_len])
             .map_err(|e| Error::Engine(format!("bad metadata: {e}")))?;
@@ -269,7 +277,8 @@ impl Engine {
                 return Err(Error::Engine(format!("constant for unknown value #{}", c.value)));
             }
             let data = from_le_bytes(c.dtype, &weights[off..end]).map_err(|e| Error::Engine(e.to_string()))?;
-            let t = Tensor::new(c.shape.clone(), data).map_err(|e| Error::Engine(format!("constant #{}: {e}", c.value)))?;
+            let t =
+                Tensor::new(c.shape.clone(), data).map_err(|e| Error::Engine(format!("constant #{}: {e}", c.value)))?;
             constants.insert(c.value, Arc::new(t));
         }
         graph.constants = constants;
@@ -300,7 +309,8 @@ pub fn retarget_bytes(bytes: &[u8], target: &Target) -> Result<Vec<u8>> {
     let mut b = [0u8; 8];
     b.copy_from_slice(engine_meta_len);
     let meta_len = u64::from_le_bytes(b) as usize;
-    let meta_bytes = bytes.get(HEADER_BYTES..HEADER_BYTES + meta_len).ok_or_else(|| Error::Engine("truncated".into()))?;
+    let meta_bytes =
+        bytes.get(HEADER_BYTES..HEADER_BYTES + meta_len).ok_or_else(|| Error::Engine("truncated".into()))?;
     let mut meta: serde_json::Value =
         serde_json::from_slice(meta_bytes).map_err(|e| Error::Engine(format!("bad metadata: {e}")))?;
     meta["target"] = serde_json::to_value(target).map_err(|e| Error::Engine(e.to_string()))?;

@@ -207,10 +207,7 @@ impl Graph {
             for &out in node.outputs.iter().flatten() {
                 if out >= n || available[out] {
                     let name = self.values.get(out).map(|v| v.name.as_str()).unwrap_or("?");
-                    return Err(Error::Invalid(format!(
-                        "value `{}` is produced twice (node `{}`)",
-                        name, node.name
-                    )));
+                    return Err(Error::Invalid(format!("value `{}` is produced twice (node `{}`)", name, node.name)));
                 }
                 available[out] = true;
             }
@@ -280,10 +277,7 @@ impl Graph {
         }
         for &id in &self.inputs {
             let name = &self.values[id].name;
-            let t = inputs.get(name).ok_or_else(|| Error::Input {
-                name: name.clone(),
-                message: "missing".into(),
-            })?;
+            let t = inputs.get(name).ok_or_else(|| Error::Input { name: name.clone(), message: "missing".into() })?;
             vals[id] = Some(Arc::new(t.clone()));
         }
         for node in &self.nodes {
@@ -302,9 +296,10 @@ impl Graph {
         self.outputs
             .iter()
             .map(|&o| {
-                vals[o].as_deref().cloned().ok_or_else(|| {
-                    Error::Invalid(format!("output `{}` was not computed", self.values[o].name))
-                })
+                vals[o]
+                    .as_deref()
+                    .cloned()
+                    .ok_or_else(|| Error::Invalid(format!("output `{}` was not computed", self.values[o].name)))
             })
             .collect()
     }
@@ -314,22 +309,16 @@ impl Graph {
 pub fn node_error(node: &Node, e: Error) -> Error {
     match e {
         Error::Node { .. } => e,
-        other => Error::Node {
-            node: node.name.clone(),
-            op_type: node.op_type.clone(),
-            message: other.to_string(),
-        },
+        other => Error::Node { node: node.name.clone(), op_type: node.op_type.clone(), message: other.to_string() },
     }
 }
 
 fn build_node_op(name: &str, op_type: &str, attrs: &Attrs, opset: i64, index: usize) -> Result<Arc<dyn Op>> {
     match ops::build_op(op_type, attrs, opset) {
         Some(Ok(op)) => Ok(Arc::from(op)),
-        Some(Err(e)) => Err(Error::Node {
-            node: name.to_string(),
-            op_type: op_type.to_string(),
-            message: e.to_string(),
-        }),
+        Some(Err(e)) => {
+            Err(Error::Node { node: name.to_string(), op_type: op_type.to_string(), message: e.to_string() })
+        }
         None => Err(Error::UnsupportedOp {
             node: name.to_string(),
             op_type: op_type.to_string(),

@@ -30,7 +30,11 @@ fn dtype_of(descr: &str) -> Result<DType> {
         d if d.starts_with('>') => {
             return Err(Error::Invalid(format!("big-endian .npy ({d}) is not supported: save little-endian")));
         }
-        d => return Err(Error::Invalid(format!(".npy type `{d}` is not supported (float32/float16/int8/uint8/int32/int64/bool)"))),
+        d => {
+            return Err(Error::Invalid(format!(
+                ".npy type `{d}` is not supported (float32/float16/int8/uint8/int32/int64/bool)"
+            )));
+        }
     })
 }
 
@@ -77,9 +81,8 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Tensor> {
         }
         v => return Err(Error::Invalid(format!(".npy format version {v} is not supported"))),
     };
-    let header = bytes
-        .get(hstart..hstart.saturating_add(hlen))
-        .ok_or_else(|| Error::Invalid(".npy header truncated".into()))?;
+    let header =
+        bytes.get(hstart..hstart.saturating_add(hlen)).ok_or_else(|| Error::Invalid(".npy header truncated".into()))?;
     let header = std::str::from_utf8(header).map_err(|_| Error::Invalid(".npy header is not text".into()))?;
     let field = |key: &str| -> Result<&str> {
         let k = format!("'{key}':");
@@ -87,22 +90,32 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Tensor> {
         Ok(header[at + k.len()..].trim_start())
     };
     let d = field("descr")?;
-    let d = d.strip_prefix('\'').and_then(|s| s.split('\'').next()).ok_or_else(|| Error::Invalid("bad .npy descr".into()))?;
+    let d = d
+        .strip_prefix('\'')
+        .and_then(|s| s.split('\'').next())
+        .ok_or_else(|| Error::Invalid("bad .npy descr".into()))?;
     let dtype = dtype_of(d)?;
     if field("fortran_order")?.starts_with("True") {
         return Err(Error::Invalid("Fortran-order .npy is not supported: save with np.ascontiguousarray".into()));
     }
     let s = field("shape")?;
-    let s = s.strip_prefix('(').and_then(|s| s.split(')').next()).ok_or_else(|| Error::Invalid("bad .npy shape".into()))?;
+    let s =
+        s.strip_prefix('(').and_then(|s| s.split(')').next()).ok_or_else(|| Error::Invalid("bad .npy shape".into()))?;
     let mut shape = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         shape.push(part.parse::<usize>().map_err(|_| Error::Invalid(format!("bad .npy dimension `{part}`")))?);
     }
-    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or_else(|| Error::Invalid(".npy shape overflows".into()))?;
+    let n = shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| Error::Invalid(".npy shape overflows".into()))?;
     let body = &bytes[hstart + hlen..];
     let want = n.checked_mul(dtype.size()).ok_or_else(|| Error::Invalid(".npy shape overflows".into()))?;
     if body.len() != want {
-        return Err(Error::Invalid(format!(".npy data has {} bytes, shape {shape:?} of {dtype} needs {want}", body.len())));
+        return Err(Error::Invalid(format!(
+            ".npy data has {} bytes, shape {shape:?} of {dtype} needs {want}",
+            body.len()
+        )));
     }
     Tensor::new(shape, from_le_bytes(dtype, body)?)
 }

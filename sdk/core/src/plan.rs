@@ -149,7 +149,10 @@ pub fn resolve_input_shapes(
                     message: format!("has symbolic dims {}: give its shape", format_dims(d)),
                 })?,
             (None, None) => {
-                return Err(Error::Input { name: v.name.clone(), message: "has no declared shape: give its shape".into() });
+                return Err(Error::Input {
+                    name: v.name.clone(),
+                    message: "has no declared shape: give its shape".into(),
+                });
             }
         };
         out.insert(v.name.clone(), shape);
@@ -169,7 +172,8 @@ pub fn plan(graph: &Graph, given: &HashMap<String, Vec<usize>>) -> Result<Plan> 
     }
     for &id in &graph.inputs {
         let v = &graph.values[id];
-        let dtype = v.dtype.ok_or_else(|| Error::Input { name: v.name.clone(), message: "has no declared type".into() })?;
+        let dtype =
+            v.dtype.ok_or_else(|| Error::Input { name: v.name.clone(), message: "has no declared type".into() })?;
         types[id] = Some(TypeShape::new(dtype, input_shapes[&v.name].clone()));
     }
 
@@ -301,10 +305,8 @@ pub fn plan(graph: &Graph, given: &HashMap<String, Vec<usize>>) -> Result<Plan> 
         e.1 = e.1.min(def[id]);
         e.2 = e.2.max(last[id]).max(def[id]);
     }
-    let lower_bound_bytes = (0..=end)
-        .map(|t| bufs.iter().filter(|b| b.1 <= t && t <= b.2).map(|b| b.0).sum::<usize>())
-        .max()
-        .unwrap_or(0);
+    let lower_bound_bytes =
+        (0..=end).map(|t| bufs.iter().filter(|b| b.1 <= t && t <= b.2).map(|b| b.0).sum::<usize>()).max().unwrap_or(0);
     let offsets = assign_offsets(&bufs);
     let arena_bytes = bufs.iter().zip(&offsets).map(|(b, &o)| o.saturating_add(b.0)).max().unwrap_or(0);
     if arena_bytes > crate::tensor::MAX_TENSOR_BYTES {
@@ -384,7 +386,9 @@ fn shape_value(op_type: &str, attrs: &ops::Attrs, inputs: &[Option<InferInput>])
             let dims: Vec<i64> = x.shape[start..end.max(start)].iter().map(|&d| d as i64).collect();
             Ok(Some(Tensor::from_i64(&[dims.len()], dims)?))
         }
-        "Size" => Ok(Some(Tensor::new(vec![], crate::TensorData::I64(vec![x.shape.iter().product::<usize>() as i64]))?)),
+        "Size" => {
+            Ok(Some(Tensor::new(vec![], crate::TensorData::I64(vec![x.shape.iter().product::<usize>() as i64]))?))
+        }
         _ => Ok(None),
     }
 }

@@ -473,9 +473,7 @@ impl_element!(bool, Bool, |x| x as u8 as f64, |y| y != 0.0);
 impl<'a> TensorRef<'a> {
     /// The typed elements, or an error naming both types.
     pub fn typed<T: Element>(&self) -> Result<&'a [T]> {
-        T::slice(self.data).ok_or_else(|| {
-            Error::Invalid(format!("expected {}, got {}", T::DTYPE, self.dtype()))
-        })
+        T::slice(self.data).ok_or_else(|| Error::Invalid(format!("expected {}, got {}", T::DTYPE, self.dtype())))
     }
 }
 

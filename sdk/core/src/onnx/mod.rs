@@ -5,6 +5,7 @@
 //! folder, and tolerates unused opset domains that converters declare.
 
 #[allow(clippy::all, missing_docs)]
+#[rustfmt::skip]
 mod proto;
 
 use std::collections::HashMap;
@@ -287,7 +288,11 @@ pub fn tensor_from_proto(t: &TensorProto, dir: Option<&Path>) -> Result<Tensor> 
     }
     let external = t.data_location == Some(proto::tensor_proto::DataLocation::External as i32);
     let raw: Option<Vec<u8>> = if external {
-        Some(read_external(t, dir, n.checked_mul(dtype.size()).ok_or_else(|| Error::Import("tensor too large".into()))?)?)
+        Some(read_external(
+            t,
+            dir,
+            n.checked_mul(dtype.size()).ok_or_else(|| Error::Import("tensor too large".into()))?,
+        )?)
     } else {
         t.raw_data.clone()
     };
@@ -333,22 +338,25 @@ pub fn from_le_bytes(dtype: DType, raw: &[u8]) -> Result<TensorData> {
         return Err(Error::Invalid(format!("{} bytes is not a whole number of {}", raw.len(), dtype)));
     }
     Ok(match dtype {
-        DType::F32 => TensorData::F32(raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+        DType::F32 => {
+            TensorData::F32(raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        }
         DType::F16 => TensorData::F16(raw.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]])).collect()),
         DType::I8 => TensorData::I8(raw.iter().map(|&b| b as i8).collect()),
         DType::U8 => TensorData::U8(raw.to_vec()),
-        DType::I32 => TensorData::I32(raw.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+        DType::I32 => {
+            TensorData::I32(raw.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        }
         DType::I64 => TensorData::I64(
-            raw.chunks_exact(8)
-                .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-                .collect(),
+            raw.chunks_exact(8).map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect(),
         ),
         DType::Bool => TensorData::Bool(raw.iter().map(|&b| b != 0).collect()),
     })
 }
 
 fn read_external(t: &TensorProto, dir: Option<&Path>, want: usize) -> Result<Vec<u8>> {
-    let dir = dir.ok_or_else(|| Error::Import("tensor uses external data but the model was not loaded from a file".into()))?;
+    let dir =
+        dir.ok_or_else(|| Error::Import("tensor uses external data but the model was not loaded from a file".into()))?;
     let mut location = None;
     let mut offset = 0u64;
     let mut length = None;
@@ -357,7 +365,9 @@ fn read_external(t: &TensorProto, dir: Option<&Path>, want: usize) -> Result<Vec
         match kv.key.as_deref().unwrap_or("") {
             "location" => location = Some(v),
             "offset" => offset = v.parse().map_err(|_| Error::Import(format!("bad external data offset `{v}`")))?,
-            "length" => length = Some(v.parse::<u64>().map_err(|_| Error::Import(format!("bad external data length `{v}`")))?),
+            "length" => {
+                length = Some(v.parse::<u64>().map_err(|_| Error::Import(format!("bad external data length `{v}`")))?)
+            }
             _ => {}
         }
     }
@@ -398,7 +408,8 @@ fn read_external(t: &TensorProto, dir: Option<&Path>, want: usize) -> Result<Vec
 /// Reads a serialized TensorProto (`.pb` as in ONNX's node tests).
 pub fn read_tensor_pb(path: &Path) -> Result<(String, Tensor)> {
     let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
-    let t = TensorProto::decode(bytes.as_slice()).map_err(|e| Error::Import(format!("{}: bad TensorProto: {e}", path.display())))?;
+    let t = TensorProto::decode(bytes.as_slice())
+        .map_err(|e| Error::Import(format!("{}: bad TensorProto: {e}", path.display())))?;
     let dir = path.parent();
     let tensor = tensor_from_proto(&t, dir)?;
     Ok((t.name.clone().unwrap_or_default(), tensor))

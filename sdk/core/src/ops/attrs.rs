@@ -121,8 +121,7 @@ impl Attrs {
             Some(Attr::Strings(v)) => v
                 .iter()
                 .map(|s| {
-                    String::from_utf8(s.clone())
-                        .map_err(|_| Error::Invalid(format!("attribute `{name}` is not UTF-8")))
+                    String::from_utf8(s.clone()).map_err(|_| Error::Invalid(format!("attribute `{name}` is not UTF-8")))
                 })
                 .collect::<Result<Vec<_>>>()
                 .map(Some),

@@ -82,13 +82,7 @@ pub fn for_each2(out: &[usize], a: &[usize], b: &[usize], mut f: impl FnMut(usiz
 }
 
 /// Like [`for_each2`] for three inputs (Where, Clip with tensor bounds, ...).
-pub fn for_each3(
-    out: &[usize],
-    a: &[usize],
-    b: &[usize],
-    c: &[usize],
-    mut f: impl FnMut(usize, usize, usize, usize),
-) {
+pub fn for_each3(out: &[usize], a: &[usize], b: &[usize], c: &[usize], mut f: impl FnMut(usize, usize, usize, usize)) {
     let n: usize = out.iter().product();
     let sa = broadcast_strides(a, out);
     let sb = broadcast_strides(b, out);

@@ -72,12 +72,7 @@ pub trait Op: Debug + Send + Sync {
 
     /// Computes the outputs, whose types and shapes are what `infer` returned. Must not
     /// allocate on the heap. `scratch` has at least `scratch_bytes` bytes, 64-byte aligned.
-    fn run(
-        &self,
-        inputs: &[Option<TensorRef>],
-        outputs: &mut [TensorMut],
-        scratch: &mut [u8],
-    ) -> Result<()>;
+    fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], scratch: &mut [u8]) -> Result<()>;
 
     /// Output `i` may share memory with input `j` (an op that only reinterprets its input,
     /// like Reshape): returns `Some(j)`. The planner then gives both one buffer and `run`
@@ -117,23 +112,18 @@ pub fn supported_ops() -> Vec<&'static str> {
 /// Runs an op on owned inputs, allocating its outputs: the reference path used by constant
 /// folding, the reference executor and tests.
 pub fn eval(op: &dyn Op, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>> {
-    let infer_inputs: Vec<Option<InferInput>> = inputs
-        .iter()
-        .map(|t| t.map(|t| InferInput { dtype: t.dtype(), shape: t.shape(), value: Some(t) }))
-        .collect();
+    let infer_inputs: Vec<Option<InferInput>> =
+        inputs.iter().map(|t| t.map(|t| InferInput { dtype: t.dtype(), shape: t.shape(), value: Some(t) })).collect();
     let out_types = op.infer(&infer_inputs)?;
     check_sizes(&out_types)?;
-    let in_types: Vec<Option<TypeShape>> = inputs
-        .iter()
-        .map(|t| t.map(|t| TypeShape::new(t.dtype(), t.shape().to_vec())))
-        .collect();
+    let in_types: Vec<Option<TypeShape>> =
+        inputs.iter().map(|t| t.map(|t| TypeShape::new(t.dtype(), t.shape().to_vec()))).collect();
     let scratch_len = op.scratch_bytes(&in_types, &out_types);
     // u64 storage keeps the scratch 8-byte aligned; kernels needing more align themselves.
     let mut scratch_words = vec![0u64; scratch_len.div_ceil(8)];
     // SAFETY: u64 storage viewed as bytes, same length in bytes.
-    let scratch: &mut [u8] = unsafe {
-        std::slice::from_raw_parts_mut(scratch_words.as_mut_ptr() as *mut u8, scratch_words.len() * 8)
-    };
+    let scratch: &mut [u8] =
+        unsafe { std::slice::from_raw_parts_mut(scratch_words.as_mut_ptr() as *mut u8, scratch_words.len() * 8) };
     let mut outputs: Vec<Tensor> = out_types.iter().map(|t| Tensor::zeros(t.dtype, &t.shape)).collect();
     // Aliasing outputs start as a copy of their input, as the arena would give them.
     for (i, out) in outputs.iter_mut().enumerate() {

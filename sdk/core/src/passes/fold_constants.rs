@@ -57,12 +57,14 @@ mod tests {
         g.add_node("relu", "Relu", Attrs::new(), vec![Some(a)], vec![Some(b)]).unwrap();
         g.add_node("add", "Add", Attrs::new(), vec![Some(b), Some(x)], vec![Some(y)]).unwrap();
         g.outputs.push(y);
-        let before = g.run_reference(&[("x".to_string(), Tensor::from_f32(&[2], vec![3.0, 4.0]).unwrap())].into()).unwrap();
+        let before =
+            g.run_reference(&[("x".to_string(), Tensor::from_f32(&[2], vec![3.0, 4.0]).unwrap())].into()).unwrap();
         assert_eq!(fold_constants(&mut g).unwrap(), 1);
         assert_eq!(g.nodes.len(), 1);
         assert_eq!(g.nodes[0].op_type, "Add");
         assert_eq!(g.constants[&b].as_f32().unwrap(), &[1.0, 0.0]);
-        let after = g.run_reference(&[("x".to_string(), Tensor::from_f32(&[2], vec![3.0, 4.0]).unwrap())].into()).unwrap();
+        let after =
+            g.run_reference(&[("x".to_string(), Tensor::from_f32(&[2], vec![3.0, 4.0]).unwrap())].into()).unwrap();
         assert_eq!(before, after);
     }
 }
