@@ -4,7 +4,7 @@
 use half::f16;
 
 use crate::error::Result;
-use crate::ops::Attrs;
+use crate::ops::{Attrs, InferInput, optional, required};
 use crate::tensor::{DType, DataRef, Element, MAX_RANK};
 use crate::{invalid, invalid_err};
 
@@ -65,6 +65,25 @@ pub fn require_float(dtype: DType, what: &str) -> Result<()> {
         invalid!("{what} must be float32 or float16, got {dtype}");
     }
     Ok(())
+}
+
+/// The inputs of Conv and ConvTranspose (X, W, optional B), checked to be 2 or 3 and to
+/// share one float type.
+pub type ConvInputs<'a> = (InferInput<'a>, InferInput<'a>, Option<InferInput<'a>>);
+
+/// Checks and returns the inputs of a Conv-like op named `op`.
+pub fn conv_inputs<'a>(op: &str, inputs: &[Option<InferInput<'a>>]) -> Result<ConvInputs<'a>> {
+    if inputs.len() > 3 {
+        invalid!("{op} takes 2 or 3 inputs, got {}", inputs.len());
+    }
+    let x = required(inputs, 0, "X")?;
+    let w = required(inputs, 1, "W")?;
+    let b = optional(inputs, 2);
+    require_float(x.dtype, "X")?;
+    if w.dtype != x.dtype || b.is_some_and(|b| b.dtype != x.dtype) {
+        invalid!("X, W and B must share one type, got {}, {} and {:?}", x.dtype, w.dtype, b.map(|b| b.dtype));
+    }
+    Ok((x, w, b))
 }
 
 /// Errors unless `rank` is within 3..=MAX_RANK (N x C x at least one spatial dim).

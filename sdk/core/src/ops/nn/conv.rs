@@ -1,9 +1,7 @@
 //! Conv: N-d grouped, strided, dilated, padded convolution (a direct loop nest).
 
 use crate::error::Result;
-use crate::ops::nn::common::{
-    MAX_SPATIAL, Real, WindowAttrs, next_index, read_f32, require_float, require_spatial_rank,
-};
+use crate::ops::nn::common::{MAX_SPATIAL, Real, WindowAttrs, conv_inputs, next_index, read_f32, require_spatial_rank};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, optional, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
 use crate::{invalid, invalid_err};
@@ -78,16 +76,7 @@ impl Op for Conv {
     }
 
     fn infer(&self, inputs: &[Option<InferInput>]) -> Result<Vec<TypeShape>> {
-        if inputs.len() > 3 {
-            invalid!("Conv takes 2 or 3 inputs, got {}", inputs.len());
-        }
-        let x = required(inputs, 0, "X")?;
-        let w = required(inputs, 1, "W")?;
-        let b = optional(inputs, 2);
-        require_float(x.dtype, "X")?;
-        if w.dtype != x.dtype || b.is_some_and(|b| b.dtype != x.dtype) {
-            invalid!("X, W and B must share one type, got {}, {} and {:?}", x.dtype, w.dtype, b.map(|b| b.dtype));
-        }
+        let (x, w, b) = conv_inputs("Conv", inputs)?;
         let (geo, n, _, m) = self.check(x.shape, w.shape, b.map(|b| b.shape))?;
         let mut shape = vec![n, m];
         shape.extend_from_slice(&geo.output[..geo.nsp]);

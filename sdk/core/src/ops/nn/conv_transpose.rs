@@ -2,7 +2,7 @@
 
 use crate::error::Result;
 use crate::ops::nn::common::{
-    AutoPad, MAX_SPATIAL, Real, WindowAttrs, next_index, read_f32, require_float, require_spatial_rank,
+    AutoPad, MAX_SPATIAL, Real, WindowAttrs, conv_inputs, next_index, read_f32, require_spatial_rank,
 };
 use crate::ops::{Attrs, InferInput, Op, TypeShape, optional, required};
 use crate::tensor::{DType, TensorMut, TensorRef};
@@ -146,16 +146,7 @@ impl Op for ConvTranspose {
     }
 
     fn infer(&self, inputs: &[Option<InferInput>]) -> Result<Vec<TypeShape>> {
-        if inputs.len() > 3 {
-            invalid!("ConvTranspose takes 2 or 3 inputs, got {}", inputs.len());
-        }
-        let x = required(inputs, 0, "X")?;
-        let w = required(inputs, 1, "W")?;
-        let b = optional(inputs, 2);
-        require_float(x.dtype, "X")?;
-        if w.dtype != x.dtype || b.is_some_and(|b| b.dtype != x.dtype) {
-            invalid!("X, W and B must share one type, got {}, {} and {:?}", x.dtype, w.dtype, b.map(|b| b.dtype));
-        }
+        let (x, w, b) = conv_inputs("ConvTranspose", inputs)?;
         let (geo, n, _, m) = self.check(x.shape, w.shape, b.map(|b| b.shape))?;
         let mut shape = vec![n, m];
         shape.extend_from_slice(&geo.output[..geo.nsp]);
