@@ -18,6 +18,15 @@ mkdir -p target
 set +o pipefail
 cargo test --workspace --locked "${shift_args[@]}" -- --nocapture 2>&1 | tee target/test-output.txt
 status=${PIPESTATUS[0]}
+# Stages beyond `cargo test` (cross-builds, kernel compile checks, end-to-end apps): one
+# script per component in tests/stages/, run in name order; each prints its own summary.
+for f in tests/stages/*.sh; do
+  [ -e "$f" ] || continue
+  [ "$status" -ne 0 ] && break
+  echo "== stage: $f"
+  bash "$f" 2>&1 | tee -a target/test-output.txt
+  [ "${PIPESTATUS[0]}" -ne 0 ] && { echo "FAIL stage $f"; status=1; }
+done
 echo "summary:"
-grep -E '^(conformance:|goldens:|fuzz:|FAIL|pending)|allocations in' target/test-output.txt || true
+grep -E '^(conformance:|goldens:|fuzz:|FAIL|pending|stage )|allocations in' target/test-output.txt || true
 exit "$status"

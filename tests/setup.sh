@@ -42,4 +42,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check "${reqs[@]}"
   echo "$want" > "$stamp"
 fi
+# Component set-up (system packages a crate's build or tests need): one idempotent script
+# per component in tests/setup.d/, run in name order.
+for f in tests/setup.d/*.sh; do
+  [ -e "$f" ] || continue
+  bash "$f"
+done
 echo "setup: ok (rustc $have, $(.venv/bin/python --version))"
