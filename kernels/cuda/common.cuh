@@ -9,6 +9,9 @@ typedef unsigned char u8;
 
 #define EDGERT_MAX_DIMS 6
 
+// NVRTC has no <math.h> INFINITY.
+#define EDGERT_INF __int_as_float(0x7f800000)
+
 // Activation codes (edgert_cuda::params::Act).
 #define ACT_NONE 0
 #define ACT_RELU 1

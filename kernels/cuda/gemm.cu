@@ -1,31 +1,49 @@
 // Gemm / MatMul with the fused epilogue: FP32, FP16 (f32 accumulation; tensor cores through
-// WMMA when the shape allows) and INT8 (dp4a, int32 accumulation, requantized output).
+// WMMA, in gemm_tc.cu) and INT8 (dp4a, int32 accumulation, requantized output).
 #include "gemm_tile.cuh"
-#include <mma.h>
+#include "gemm_params.cuh"
 
-// C[b] (M x N, row stride ldc) = epilogue(A[b] (M x K) * B[b] (K x N)); any element strides,
-// so transposed operands need no copy. Batch index is blockIdx.z.
-struct GemmParams {
-  i64 M, N, K;
-  i64 a_sm, a_sk, b_sk, b_sn;
-  i64 a_sb, b_sb, c_sb;
-  i64 ldc;
-};
-
+// Written out rather than through gemm_tiles' loader lambdas: with strided 64-bit loads in
+// lambdas, NVRTC 12.6's optimizer ran for minutes (unbounded memory) on this file.
 template <typename T>
-__device__ __forceinline__ void gemm_impl(const T* A, const T* B, T* C, const GemmParams& p, const Epilogue& ep) {
+__device__ __forceinline__ void gemm_impl(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+                                          const GemmParams& p, const Epilogue& ep) {
+  __shared__ float As[GEMM_TK][GEMM_TM + 4];
+  __shared__ float Bs[GEMM_TK][GEMM_TN + 4];
   const i64 b = blockIdx.z;
   const T* a = A + b * p.a_sb;
   const T* bm = B + b * p.b_sb;
   T* c = C + b * p.c_sb;
-  gemm_tiles(
-      p.M, p.N, p.K, (i64)blockIdx.y * GEMM_TM, (i64)blockIdx.x * GEMM_TN,
-      [&](i64 m, i64 k) { return to_f(a[m * p.a_sm + k * p.a_sk]); },
-      [&](i64 k, i64 n) { return to_f(bm[k * p.b_sk + n * p.b_sn]); },
-      [&](i64 m, i64 n, float v) {
-        i64 o = m * p.ldc + n;
-        c[o] = from_f<T>(apply_epilogue(v, ep, m, n, b * p.c_sb + o));
-      });
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const i64 m0 = (i64)blockIdx.y * GEMM_TM, n0 = (i64)blockIdx.x * GEMM_TN;
+  float acc[4][4] = {};
+  for (i64 k0 = 0; k0 < p.K; k0 += GEMM_TK) {
+    for (int l = tid; l < GEMM_TM * GEMM_TK; l += GEMM_THREADS) {
+      const int mm = l / GEMM_TK, ka = l % GEMM_TK;
+      const i64 m = m0 + mm, k = k0 + ka;
+      As[ka][mm] = (m < p.M && k < p.K) ? to_f(a[m * p.a_sm + k * p.a_sk]) : 0.f;
+      const int kb = l / GEMM_TN, nn = l % GEMM_TN;
+      const i64 k2 = k0 + kb, n = n0 + nn;
+      Bs[kb][nn] = (k2 < p.K && n < p.N) ? to_f(bm[k2 * p.b_sk + n * p.b_sn]) : 0.f;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < GEMM_TK; ++kk) {
+      float av[4], bv[4];
+      for (int i = 0; i < 4; ++i) av[i] = As[kk][ty + 16 * i];
+      for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][tx + 16 * j];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      const i64 m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
+      if (m < p.M && n < p.N) {
+        const i64 o = m * p.ldc + n;
+        c[o] = from_f<T>(apply_epilogue(acc[i][j], ep, m, n, b * p.c_sb + o));
+      }
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS)
@@ -36,38 +54,6 @@ extern "C" __global__ void __launch_bounds__(GEMM_THREADS)
 extern "C" __global__ void __launch_bounds__(GEMM_THREADS)
     edgert_gemm_f16(const __half* A, const __half* B, __half* C, GemmParams p, Epilogue ep) {
   gemm_impl<__half>(A, B, C, p, ep);
-}
-
-// Tensor-core FP16 GEMM for contiguous row-major A (M x K), B (K x N), C (M x N) with M, N, K
-// multiples of 16: a block of 4 warps computes a 32x32 tile of C, each warp one 16x16
-// fragment, accumulating in f32. The epilogue runs on the f32 accumulators via shared memory.
-extern "C" __global__ void __launch_bounds__(128)
-    edgert_gemm_f16_wmma(const __half* A, const __half* B, __half* C, GemmParams p, Epilogue ep) {
-  using namespace nvcuda;
-  __shared__ float tile[4][16 * 16];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const i64 b = blockIdx.z;
-  const i64 m0 = (i64)blockIdx.y * 32 + (warp / 2) * 16;
-  const i64 n0 = (i64)blockIdx.x * 32 + (warp % 2) * 16;
-  if (m0 >= p.M || n0 >= p.N) return;
-  const __half* a = A + b * p.a_sb;
-  const __half* bm = B + b * p.b_sb;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-  wmma::fill_fragment(acc, 0.f);
-  for (i64 k = 0; k < p.K; k += 16) {
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
-    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
-    wmma::load_matrix_sync(fa, a + m0 * p.a_sm + k, (unsigned)p.a_sm);
-    wmma::load_matrix_sync(fb, bm + k * p.b_sk + n0, (unsigned)p.b_sk);
-    wmma::mma_sync(acc, fa, fb, acc);
-  }
-  wmma::store_matrix_sync(tile[warp], acc, 16, wmma::mem_row_major);
-  __syncwarp();
-  for (int e = lane; e < 256; e += 32) {
-    i64 m = m0 + e / 16, n = n0 + e % 16;
-    i64 o = m * p.ldc + n;
-    C[b * p.c_sb + o] = __float2half_rn(apply_epilogue(tile[warp][e], ep, m, n, b * p.c_sb + o));
-  }
 }
 
 // INT8 GEMM: A is M x K int8 (rows lda bytes apart), B is N x K int8 (rows ldb bytes apart:

@@ -20,7 +20,7 @@ __device__ __forceinline__ void pool2d(const T* x, T* y, const PoolParams& p) {
     int q = (int)(i % p.Q), pp = (int)((i / p.Q) % p.P);
     i64 nc = i / ((i64)p.P * p.Q);
     const T* xc = x + nc * p.H * p.W;
-    float acc = p.is_max ? -INFINITY : 0.f;
+    float acc = p.is_max ? -EDGERT_INF : 0.f;
     int count = 0;
     for (int r = 0; r < p.R; ++r) {
       int ih = pp * p.stride_h - p.pad_h + r * p.dil_h;

@@ -11,7 +11,7 @@ __device__ __forceinline__ void softmax_rows(const T* x, T* y, i64 rows, i64 len
   T* yr = y + row * len;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
   // max
-  float m = -INFINITY;
+  float m = -EDGERT_INF;
   for (i64 j = threadIdx.x; j < len; j += blockDim.x) m = fmaxf(m, to_f(xr[j]));
   for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
   if (lane == 0) red[warp] = m;
@@ -48,7 +48,7 @@ __device__ __forceinline__ void softmax_strided(const T* x, T* y, i64 outer, i64
     const i64 o = i / inner, in = i % inner;
     const T* xs = x + o * len * inner + in;
     T* ys = y + o * len * inner + in;
-    float m = -INFINITY;
+    float m = -EDGERT_INF;
     for (i64 j = 0; j < len; ++j) m = fmaxf(m, to_f(xs[j * inner]));
     float s = 0.f;
     for (i64 j = 0; j < len; ++j) s += __expf(to_f(xs[j * inner]) - m);

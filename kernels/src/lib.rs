@@ -102,8 +102,11 @@ pub mod names {
 }
 
 /// Shared headers, by the name `.cu` files include them with.
-pub const HEADERS: &[(&str, &str)] =
-    &[("common.cuh", include_str!("../cuda/common.cuh")), ("gemm_tile.cuh", include_str!("../cuda/gemm_tile.cuh"))];
+pub const HEADERS: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("../cuda/common.cuh")),
+    ("gemm_tile.cuh", include_str!("../cuda/gemm_tile.cuh")),
+    ("gemm_params.cuh", include_str!("../cuda/gemm_params.cuh")),
+];
 
 /// One `.cu` file: a unit NVRTC compiles into one module.
 #[derive(Clone, Copy, Debug)]
@@ -123,8 +126,9 @@ pub const MODULES: &[Module] = &[
     Module {
         file: "gemm.cu",
         raw: include_str!("../cuda/gemm.cu"),
-        kernels: &[gemm_f32, gemm_f16, gemm_f16_wmma, gemm_s8, quantize_s8, dequantize_s8],
+        kernels: &[gemm_f32, gemm_f16, gemm_s8, quantize_s8, dequantize_s8],
     },
+    Module { file: "gemm_tc.cu", raw: include_str!("../cuda/gemm_tc.cu"), kernels: &[gemm_f16_wmma] },
     Module {
         file: "conv.cu",
         raw: include_str!("../cuda/conv.cu"),
