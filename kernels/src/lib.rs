@@ -205,16 +205,16 @@ fn inline<'a>(text: &'a str, seen: &mut Vec<&'a str>, out: &mut String) {
         if t == "#pragma once" {
             continue;
         }
-        if let Some(name) = t.strip_prefix("#include \"").and_then(|r| r.strip_suffix('"')) {
-            if let Some((hname, htext)) = HEADERS.iter().find(|(h, _)| *h == name) {
-                if !seen.contains(hname) {
-                    seen.push(hname);
-                    out.push_str(&format!("// ---- begin {hname}\n"));
-                    inline(htext, seen, out);
-                    out.push_str(&format!("// ---- end {hname}\n"));
-                }
-                continue;
+        if let Some(name) = t.strip_prefix("#include \"").and_then(|r| r.strip_suffix('"'))
+            && let Some((hname, htext)) = HEADERS.iter().find(|(h, _)| *h == name)
+        {
+            if !seen.contains(hname) {
+                seen.push(hname);
+                out.push_str(&format!("// ---- begin {hname}\n"));
+                inline(htext, seen, out);
+                out.push_str(&format!("// ---- end {hname}\n"));
             }
+            continue;
         }
         out.push_str(line);
         out.push('\n');

@@ -11,8 +11,12 @@
 //! * [`exec`]: the executor: weights uploaded once, one arena and stream per context.
 //! * [`preprocess`]: the fused NV12/I420 preprocessing kernel's parameters and host reference.
 
+pub mod cache;
 pub mod driver;
 pub mod error;
+pub mod launch;
 pub mod nvrtc;
+pub mod params;
+pub mod preprocess;
 
 pub use error::{Error, Result};

@@ -84,11 +84,11 @@ pub fn include_dirs() -> Vec<PathBuf> {
         if let Ok(v) = std::env::var("LD_LIBRARY_PATH") {
             for p in std::env::split_paths(&v) {
                 // <site-packages>/nvidia/cuda_nvrtc/lib -> <site-packages>/nvidia/cuda_runtime/include
-                if p.ends_with("cuda_nvrtc/lib") {
-                    if let Some(nvidia) = p.parent().and_then(Path::parent) {
-                        cands.push(nvidia.join("cuda_runtime/include"));
-                        cands.push(nvidia.join("cuda_nvcc/include"));
-                    }
+                if p.ends_with("cuda_nvrtc/lib")
+                    && let Some(nvidia) = p.parent().and_then(Path::parent)
+                {
+                    cands.push(nvidia.join("cuda_runtime/include"));
+                    cands.push(nvidia.join("cuda_nvcc/include"));
                 }
             }
         }
