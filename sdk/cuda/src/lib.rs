@@ -18,5 +18,6 @@ pub mod launch;
 pub mod nvrtc;
 pub mod params;
 pub mod preprocess;
+pub mod select;
 
 pub use error::{Error, Result};
