@@ -11,9 +11,11 @@
 //! * [`exec`]: the executor: weights uploaded once, one arena and stream per context.
 //! * [`preprocess`]: the fused NV12/I420 preprocessing kernel's parameters and host reference.
 
+pub mod arena;
 pub mod cache;
 pub mod driver;
 pub mod error;
+pub mod exec;
 pub mod launch;
 pub mod nvrtc;
 pub mod params;
@@ -21,3 +23,4 @@ pub mod preprocess;
 pub mod select;
 
 pub use error::{Error, Result};
+pub use exec::{Device, ExecOptions, GpuContext};
