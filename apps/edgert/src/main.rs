@@ -45,6 +45,10 @@ enum Cmd {
         /// Print the `K` largest values of each output (e.g. detection scores).
         #[arg(long, value_name = "K")]
         top: Option<usize>,
+        /// Where to run: `cpu`, `cuda` (fails if no CUDA device), or `auto` (CUDA if
+        /// available, else the CPU, saying so).
+        #[arg(long, value_enum, default_value = "cpu")]
+        device: DeviceArg,
     },
     /// Describe a model or engine: inputs, outputs, op counts, arena, weights.
     Inspect {
@@ -57,6 +61,14 @@ enum Cmd {
         #[arg(long)]
         ops: bool,
     },
+}
+
+/// `--device` of `edgert run`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DeviceArg {
+    Cpu,
+    Cuda,
+    Auto,
 }
 
 fn main() {
@@ -91,8 +103,8 @@ fn real_main() -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Run { model, inputs, output_dir, summary, top } => {
-            run(&model, &inputs, output_dir.as_deref(), summary, top)
+        Cmd::Run { model, inputs, output_dir, summary, top, device } => {
+            run(&model, &inputs, output_dir.as_deref(), summary, top, device)
         }
         Cmd::Inspect { model, shapes, ops: list_ops } => {
             if list_ops {
@@ -157,7 +169,14 @@ fn with_default_dims(graph: &Graph, mut given: HashMap<String, Vec<usize>>) -> H
     given
 }
 
-fn run(model: &Path, inputs: &[String], output_dir: Option<&Path>, summary: bool, top: Option<usize>) -> Result<()> {
+fn run(
+    model: &Path,
+    inputs: &[String],
+    output_dir: Option<&Path>,
+    summary: bool,
+    top: Option<usize>,
+    device: DeviceArg,
+) -> Result<()> {
     let engine = Arc::new(load_engine(model)?);
     let graph = &engine.graph;
     let mut values: HashMap<String, Tensor> = HashMap::new();
@@ -175,29 +194,70 @@ fn run(model: &Path, inputs: &[String], output_dir: Option<&Path>, summary: bool
         }
     }
     let shapes: HashMap<String, Vec<usize>> = values.iter().map(|(k, v)| (k.clone(), v.shape().to_vec())).collect();
-    let mut ctx = Context::new(engine.clone(), &shapes)?;
-    for (name, t) in &values {
+    let (outputs, ms, where_) = match run_cuda(&engine, &shapes, &values, device)? {
+        Some((outs, ms)) => (outs, ms, "on CUDA"),
+        None => {
+            let mut ctx = Context::new(engine.clone(), &shapes)?;
+            for (name, t) in &values {
+                ctx.set_input(name, t)?;
+            }
+            let t0 = std::time::Instant::now();
+            ctx.run()?;
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            let outs = (0..ctx.num_outputs()).map(|i| ctx.output(i)).collect::<Result<Vec<_>, _>>()?;
+            (ctx.output_names().into_iter().zip(outs).collect::<Vec<_>>(), ms, "with the reference kernels")
+        }
+    };
+    if let Some(dir) = output_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    for (name, t) in &outputs {
+        if let Some(dir) = output_dir {
+            let file = dir.join(format!("{}.npy", sanitize(name)));
+            npy::write(&file, t)?;
+            println!("wrote {} ({} {:?})", file.display(), t.dtype(), t.shape());
+        }
+        if summary || top.is_some() {
+            print_summary(name, t, top);
+        }
+    }
+    eprintln!("ran in {ms:.2} ms (one cold run {where_}: not a benchmark)");
+    Ok(())
+}
+
+/// `--device cuda|auto`: runs on the GPU and returns the outputs and run time; `None` for
+/// the CPU (`--device cpu`, or `auto` with no usable CUDA device, which it says).
+fn run_cuda(
+    engine: &Arc<Engine>,
+    shapes: &HashMap<String, Vec<usize>>,
+    values: &HashMap<String, Tensor>,
+    device: DeviceArg,
+) -> Result<Option<(Vec<(String, Tensor)>, f64)>> {
+    if device == DeviceArg::Cpu {
+        return Ok(None);
+    }
+    // Nodes without a CUDA kernel run on the CPU, and are listed below.
+    let opts = edgert_cuda::ExecOptions { cpu_fallback: true, ..Default::default() };
+    let mut ctx = match edgert_cuda::GpuContext::new(engine.clone(), shapes, opts) {
+        Ok(c) => c,
+        Err(e) if device == DeviceArg::Auto => {
+            eprintln!("note: --device auto: CUDA unavailable ({e}); running on the CPU");
+            return Ok(None);
+        }
+        Err(e) => return Err(anyhow!(e).context("--device cuda")),
+    };
+    eprintln!("device: {}", ctx.device().describe());
+    for (node, op, why) in ctx.cpu_fallbacks() {
+        eprintln!("note: node `{node}` ({op}) runs on the CPU: no CUDA kernel for {why}");
+    }
+    for (name, t) in values {
         ctx.set_input(name, t)?;
     }
     let t0 = std::time::Instant::now();
     ctx.run()?;
+    let outs = (0..ctx.output_names().len()).map(|i| ctx.output(i)).collect::<Result<Vec<_>, _>>()?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
-    if let Some(dir) = output_dir {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    for (i, name) in ctx.output_names().iter().enumerate() {
-        let t = ctx.output(i)?;
-        if let Some(dir) = output_dir {
-            let file = dir.join(format!("{}.npy", sanitize(name)));
-            npy::write(&file, &t)?;
-            println!("wrote {} ({} {:?})", file.display(), t.dtype(), t.shape());
-        }
-        if summary || top.is_some() {
-            print_summary(name, &t, top);
-        }
-    }
-    eprintln!("ran in {ms:.2} ms (one cold run with the reference kernels: not a benchmark)");
-    Ok(())
+    Ok(Some((ctx.output_names().into_iter().zip(outs).collect(), ms)))
 }
 
 /// Output names may contain `/` or `:`: keep file names safe.

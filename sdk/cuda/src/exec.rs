@@ -150,7 +150,9 @@ impl GpuContext {
     /// unless `opts.cpu_fallback`), opens the device, compiles (or loads from the cache) the
     /// kernels it needs, uploads the weights and allocates the arena and staging buffers.
     pub fn new(engine: Arc<Engine>, input_shapes: &HashMap<String, Vec<usize>>, opts: ExecOptions) -> Result<Self> {
-        // Host-side work first: an unsupported node is reported even without a GPU.
+        // The driver first: on a machine without one, that is the error to act on.
+        driver::check_driver()?;
+        driver::check_nvrtc()?;
         let plan = edgert_core::plan::plan(&engine.graph, input_shapes)?;
         let kernels = select::select(&engine.graph, &plan, SelectOptions { cpu_fallback: opts.cpu_fallback })?;
         for (name, op, why) in select::fallbacks(&engine.graph, &plan, &kernels) {
