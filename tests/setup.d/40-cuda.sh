@@ -7,13 +7,22 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 wheels=(nvidia-cuda-nvrtc-cu12==12.6.85 nvidia-cuda-runtime-cu12==12.6.77 nvidia-cuda-nvcc-cu12==12.6.85)
+# One metadata query for all three (pip show per wheel costs ~2 s each).
+have=$(.venv/bin/python - "${wheels[@]}" <<'PY'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+for w in sys.argv[1:]:
+    name, want = w.split("==")
+    try:
+        ok = version(name) == want
+    except PackageNotFoundError:
+        ok = False
+    if not ok:
+        print(w)
+PY
+)
 missing=()
-for w in "${wheels[@]}"; do
-  name=${w%%==*}
-  want=${w##*==}
-  have=$(.venv/bin/python -m pip show "$name" 2>/dev/null | awk '/^Version:/{print $2}' || true)
-  [ "$have" = "$want" ] || missing+=("$w")
-done
+for w in $have; do missing+=("$w"); done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup.d/cuda: installing ${missing[*]}"
   .venv/bin/python -m pip install -q --disable-pip-version-check "${missing[@]}"

@@ -225,6 +225,9 @@ fn run(
     Ok(())
 }
 
+/// Outputs by name, and the run time in ms.
+type NamedOutputs = (Vec<(String, Tensor)>, f64);
+
 /// `--device cuda|auto`: runs on the GPU and returns the outputs and run time; `None` for
 /// the CPU (`--device cpu`, or `auto` with no usable CUDA device, which it says).
 fn run_cuda(
@@ -232,7 +235,7 @@ fn run_cuda(
     shapes: &HashMap<String, Vec<usize>>,
     values: &HashMap<String, Tensor>,
     device: DeviceArg,
-) -> Result<Option<(Vec<(String, Tensor)>, f64)>> {
+) -> Result<Option<NamedOutputs>> {
     if device == DeviceArg::Cpu {
         return Ok(None);
     }
