@@ -69,8 +69,8 @@ extern "C" __global__ void edgert_preprocess(const FrameDesc* frames, Preprocess
     int nw = p.out_w, nh = p.out_h, x0 = 0, y0 = 0;
     if (p.letterbox) {
       float s = fminf((float)p.out_w / f.width, (float)p.out_h / f.height);
-      nw = min(p.out_w, max(1, __float2int_rn(f.width * s)));
-      nh = min(p.out_h, max(1, __float2int_rn(f.height * s)));
+      nw = min(p.out_w, max(1, (int)roundf(f.width * s)));  // roundf: half away from zero, as the host reference
+      nh = min(p.out_h, max(1, (int)roundf(f.height * s)));
       x0 = (p.out_w - nw) / 2;
       y0 = (p.out_h - nh) / 2;
     }

@@ -66,6 +66,11 @@ impl Device {
         Ok(Device { ctx, arch: Arch { major: major as u32, minor: minor as u32 }, driver: drv, nvrtc: rtc, name })
     }
 
+    /// Makes the device's context current on this thread.
+    pub(crate) fn bind(&self) -> Result<()> {
+        Ok(self.ctx.bind_to_thread()?)
+    }
+
     /// One line: name, arch, versions.
     pub fn describe(&self) -> String {
         format!(
@@ -440,7 +445,8 @@ impl GpuContext {
     }
 }
 
-fn load_module(device: &Device, cache: &ModuleCache, m: &Module) -> Result<Arc<CudaModule>> {
+/// Loads module `m` for the device: from the cache, else compiled by NVRTC (and cached).
+pub(crate) fn load_module(device: &Device, cache: &ModuleCache, m: &Module) -> Result<Arc<CudaModule>> {
     let key = ModuleKey::new(m, device.arch, device.nvrtc, device.driver);
     let ptx = match cache.get(&key) {
         Some(p) => p,

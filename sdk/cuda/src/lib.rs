@@ -20,6 +20,7 @@ pub mod launch;
 pub mod nvrtc;
 pub mod params;
 pub mod preprocess;
+pub mod raw;
 pub mod select;
 
 pub use error::{Error, Result};
