@@ -6,7 +6,7 @@
 
 use super::Exec;
 use super::epilogue::Epilogue;
-use super::gemm::{self, SyncPtr, packed_b_len};
+use super::gemm::{self, BMatrix, SyncPtr, packed_b_len};
 use super::isa::Isa;
 
 /// Geometry of a 2-D convolution; pads are the top/left ones (bottom/right are implied by
@@ -63,9 +63,30 @@ impl Conv2d {
     pub fn positions(&self) -> usize {
         self.oh * self.ow
     }
-    /// Scratch floats [`conv2d`] needs (the packed B of one image and group).
+    /// Scratch floats [`conv2d`] needs: the packed B of one image and group, or for a
+    /// depthwise convolution every input plane copied into a zero border.
     pub fn scratch_floats(&self) -> usize {
-        if self.is_depthwise() { 0 } else { packed_b_len(self.k(), self.positions(), gemm::NR_MAX) }
+        if self.is_depthwise() {
+            self.n * self.c * self.padded_plane_stride()
+        } else if self.is_pointwise() {
+            0
+        } else {
+            packed_b_len(self.k(), self.positions(), gemm::NR_MAX)
+        }
+    }
+    /// Floats between two padded planes: the plane, then room for the lanes a kernel reads
+    /// past its last row (computed, never stored).
+    fn padded_plane_stride(&self) -> usize {
+        let (ph, pw) = self.padded_plane();
+        ph * pw + DW_LANES * self.stride[1]
+    }
+    /// Rows and columns of input a depthwise window touches, top/left padding included.
+    fn padded_plane(&self) -> (usize, usize) {
+        let span = |o: usize, s: usize, k: usize, d: usize| (o.max(1) - 1) * s + (k - 1) * d + 1;
+        (
+            span(self.oh, self.stride[0], self.kh, self.dilation[0]),
+            span(self.ow, self.stride[1], self.kw, self.dilation[1]),
+        )
     }
 }
 
@@ -76,19 +97,20 @@ pub fn conv2d(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &
     debug_assert_eq!(x.len(), p.n * p.c * p.h * p.w);
     debug_assert_eq!(y.len(), p.n * p.m * p.positions());
     if p.is_depthwise() {
-        return depthwise(exec, p, x, w, ep, y);
+        return depthwise(exec, p, x, w, ep, y, scratch);
     }
     let (cg, mg, k, np) = (p.c / p.group, p.m / p.group, p.k(), p.positions());
     let nr = gemm::kernel(exec.isa).nr;
     for ni in 0..p.n {
         for g in 0..p.group {
             let x_img = &x[(ni * p.c + g * cg) * p.h * p.w..(ni * p.c + (g + 1) * cg) * p.h * p.w];
-            let bp = &mut scratch[..packed_b_len(k, np, nr)];
-            if p.is_pointwise() {
-                gemm::pack_b(x_img, np, k, np, nr, bp, exec.pool);
+            let b = if p.is_pointwise() {
+                BMatrix::RowMajor { data: x_img, ld: np }
             } else {
+                let bp = &mut scratch[..packed_b_len(k, np, nr)];
                 im2col_packed(exec, p, x_img, nr, bp);
-            }
+                BMatrix::Packed(bp)
+            };
             let row0 = g * mg;
             let y_off = (ni * p.m + row0) * np;
             let sub = Epilogue {
@@ -99,7 +121,7 @@ pub fn conv2d(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &
                 slope: ep.slope.map(|s| &s[row0..row0 + mg]),
             };
             let a = &w[row0 * k..(row0 + mg) * k];
-            gemm::gemm(exec.isa, exec.pool, mg, np, k, a, k, bp, &mut y[y_off..y_off + mg * np], np, &sub);
+            gemm::gemm(exec.isa, exec.pool, mg, np, k, a, k, b, &mut y[y_off..y_off + mg * np], np, &sub);
         }
     }
 }
@@ -115,20 +137,22 @@ fn im2col_packed(exec: &Exec, p: &Conv2d, x: &[f32], nr: usize, dst: &mut [f32])
         // SAFETY: each task writes only panel `pi`, a disjoint range of `dst`.
         let dst = unsafe { std::slice::from_raw_parts_mut(dst_ptr.get(), len) };
         let out = &mut dst[pi * k * nr..(pi + 1) * k * nr];
-        // Top-left input position of each column's window (may be negative: padding).
+        // Top-left input position of each column's window (may be negative: padding), and
+        // whether the whole window lies inside the input (then no tap needs a check).
         let mut base_y = [0isize; gemm::NR_MAX];
         let mut base_x = [0isize; gemm::NR_MAX];
-        let mut valid = nr;
-        for jj in 0..nr {
+        let mut inside = [false; gemm::NR_MAX];
+        let (h, w) = (p.h as isize, p.w as isize);
+        let ext_y = ((p.kh - 1) * p.dilation[0]) as isize;
+        let ext_x = ((p.kw - 1) * p.dilation[1]) as isize;
+        let valid = nr.min(np - pi * nr);
+        for jj in 0..valid {
             let col = pi * nr + jj;
-            if col >= np {
-                valid = valid.min(jj);
-                continue;
-            }
             base_y[jj] = (col / p.ow * p.stride[0]) as isize - p.pad[0] as isize;
             base_x[jj] = (col % p.ow * p.stride[1]) as isize - p.pad[1] as isize;
+            inside[jj] = base_y[jj] >= 0 && base_y[jj] + ext_y < h && base_x[jj] >= 0 && base_x[jj] + ext_x < w;
         }
-        let (h, w) = (p.h as isize, p.w as isize);
+        let all_inside = inside[..valid].iter().all(|&b| b);
         let mut row = 0;
         for ci in 0..p.c / p.group {
             let plane = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
@@ -137,10 +161,19 @@ fn im2col_packed(exec: &Exec, p: &Conv2d, x: &[f32], nr: usize, dst: &mut [f32])
                 for kx in 0..p.kw {
                     let dx = (kx * p.dilation[1]) as isize;
                     let o = &mut out[row * nr..(row + 1) * nr];
-                    for jj in 0..valid {
-                        let (iy, ix) = (base_y[jj] + dy, base_x[jj] + dx);
-                        o[jj] =
-                            if iy >= 0 && iy < h && ix >= 0 && ix < w { plane[(iy * w + ix) as usize] } else { 0.0 };
+                    if all_inside {
+                        for jj in 0..valid {
+                            o[jj] = plane[((base_y[jj] + dy) * w + base_x[jj] + dx) as usize];
+                        }
+                    } else {
+                        for jj in 0..valid {
+                            let (iy, ix) = (base_y[jj] + dy, base_x[jj] + dx);
+                            o[jj] = if inside[jj] || (iy >= 0 && iy < h && ix >= 0 && ix < w) {
+                                plane[(iy * w + ix) as usize]
+                            } else {
+                                0.0
+                            };
+                        }
                     }
                     o[valid..].fill(0.0);
                     row += 1;
@@ -154,21 +187,42 @@ fn im2col_packed(exec: &Exec, p: &Conv2d, x: &[f32], nr: usize, dst: &mut [f32])
     }
 }
 
-/// Direct depthwise convolution, one task per (image, channel) plane.
-fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &mut [f32]) {
+/// Output columns a depthwise kernel computes at once (in registers).
+const DW_LANES: usize = 16;
+
+/// Direct depthwise convolution, one task per (image, channel) plane: the plane is copied
+/// into a zero border in `scratch` (so no tap needs a bounds check), then each run of
+/// [`DW_LANES`] output columns sums all taps in registers and is stored once.
+fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &mut [f32], scratch: &mut [f32]) {
     let planes = p.n * p.c;
     let (in_sz, out_sz, k_sz) = (p.h * p.w, p.positions(), p.kh * p.kw);
+    let (ph, pw) = p.padded_plane();
+    let stride = p.padded_plane_stride();
     let y_ptr = SyncPtr(y.as_mut_ptr());
     let y_len = y.len();
+    let s_ptr = SyncPtr(scratch.as_mut_ptr());
+    let s_len = scratch.len();
     let isa = exec.isa;
     let task = |pl: usize| {
-        // SAFETY: each task writes only its own output plane.
+        // SAFETY: each task touches only its own output plane and its own padded plane.
         let y = unsafe { std::slice::from_raw_parts_mut(y_ptr.get(), y_len) };
+        let scratch = unsafe { std::slice::from_raw_parts_mut(s_ptr.get(), s_len) };
         let ch = pl % p.c;
         let xin = &x[pl * in_sz..(pl + 1) * in_sz];
+        let padded = &mut scratch[pl * stride..(pl + 1) * stride];
+        padded.fill(0.0);
+        for iy in 0..p.h {
+            let py = iy + p.pad[0];
+            if py >= ph {
+                break;
+            }
+            let n = p.w.min(pw.saturating_sub(p.pad[1]));
+            padded[py * pw + p.pad[1]..py * pw + p.pad[1] + n].copy_from_slice(&xin[iy * p.w..iy * p.w + n]);
+        }
+        let padded = &scratch[pl * stride..(pl + 1) * stride];
         let out = &mut y[pl * out_sz..(pl + 1) * out_sz];
         let wk = &w[ch * k_sz..(ch + 1) * k_sz];
-        depthwise_plane_dispatch(isa, p, xin, wk, out);
+        depthwise_plane_dispatch(isa, p, pw, padded, wk, out);
         // The epilogue sees this plane as row `ch` of an m x positions matrix.
         let sub = Epilogue { residual: ep.residual.map(|r| &r[(pl - ch) * out_sz..]), ..*ep };
         sub.apply_tile(out, out_sz, ch, 1, 0, out_sz);
@@ -179,70 +233,61 @@ fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &m
     }
 }
 
-fn depthwise_plane_dispatch(isa: Isa, p: &Conv2d, x: &[f32], w: &[f32], out: &mut [f32]) {
+fn depthwise_plane_dispatch(isa: Isa, p: &Conv2d, pw: usize, x: &[f32], w: &[f32], out: &mut [f32]) {
     match isa {
         // SAFETY: the ISA was checked as supported when it was chosen (`Isa::supported`).
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { depthwise_plane_avx512(p, x, w, out) },
+        Isa::Avx512 => unsafe { depthwise_plane_avx512(p, pw, x, w, out) },
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { depthwise_plane_avx2(p, x, w, out) },
-        _ => depthwise_plane(p, x, w, out),
+        Isa::Avx2 => unsafe { depthwise_plane_avx2(p, pw, x, w, out) },
+        _ => depthwise_plane(p, pw, x, w, out),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,fma")]
-unsafe fn depthwise_plane_avx512(p: &Conv2d, x: &[f32], w: &[f32], out: &mut [f32]) {
-    depthwise_plane(p, x, w, out)
+unsafe fn depthwise_plane_avx512(p: &Conv2d, pw: usize, x: &[f32], w: &[f32], out: &mut [f32]) {
+    depthwise_plane(p, pw, x, w, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn depthwise_plane_avx2(p: &Conv2d, x: &[f32], w: &[f32], out: &mut [f32]) {
-    depthwise_plane(p, x, w, out)
+unsafe fn depthwise_plane_avx2(p: &Conv2d, pw: usize, x: &[f32], w: &[f32], out: &mut [f32]) {
+    depthwise_plane(p, pw, x, w, out)
 }
 
-/// One plane: for each output row and kernel tap, an axpy over the output columns whose tap
-/// falls inside the input (contiguous at stride 1, so the compiler vectorizes it for the
-/// ISA of the function it is inlined into).
+/// One plane from its zero-bordered copy `x` (row stride `pw`, with at least
+/// `DW_LANES * stride` readable floats past the last row). Inlined into each ISA's function
+/// so the fixed-size lane loops are vectorized for that ISA.
 #[inline(always)]
-fn depthwise_plane(p: &Conv2d, x: &[f32], w: &[f32], out: &mut [f32]) {
-    let (sy, sx) = (p.stride[0], p.stride[1]);
+fn depthwise_plane(p: &Conv2d, pw: usize, x: &[f32], w: &[f32], out: &mut [f32]) {
+    let (sy, sx, dy, dx) = (p.stride[0], p.stride[1], p.dilation[0], p.dilation[1]);
     let ow = p.ow;
     for oy in 0..p.oh {
-        let orow = &mut out[oy * ow..(oy + 1) * ow];
-        orow.fill(0.0);
-        for ky in 0..p.kh {
-            let iy = (oy * sy + ky * p.dilation[0]) as isize - p.pad[0] as isize;
-            if iy < 0 || iy >= p.h as isize {
-                continue;
-            }
-            let irow = &x[iy as usize * p.w..(iy as usize + 1) * p.w];
-            for kx in 0..p.kw {
-                let wv = w[ky * p.kw + kx];
-                let off = (kx * p.dilation[1]) as isize - p.pad[1] as isize;
-                // Output columns with 0 <= ox*sx + off < w.
-                let lo = if off < 0 { ((-off) as usize).div_ceil(sx) } else { 0 };
-                let last_in = p.w as isize - 1 - off;
-                if last_in < 0 {
-                    continue;
-                }
-                let hi = ow.min(last_in as usize / sx + 1);
-                if lo >= hi {
-                    continue;
-                }
-                if sx == 1 {
-                    let start = (lo as isize + off) as usize;
-                    let src = &irow[start..start + (hi - lo)];
-                    for (o, &v) in orow[lo..hi].iter_mut().zip(src) {
-                        *o += wv * v;
-                    }
-                } else {
-                    for (ox, o) in orow[lo..hi].iter_mut().enumerate() {
-                        *o += wv * irow[(((lo + ox) * sx) as isize + off) as usize];
+        let mut ox0 = 0;
+        while ox0 < ow {
+            let mut acc = [0f32; DW_LANES];
+            for ky in 0..p.kh {
+                let row = (oy * sy + ky * dy) * pw + ox0 * sx;
+                for kx in 0..p.kw {
+                    let wv = w[ky * p.kw + kx];
+                    let b = row + kx * dx;
+                    if sx == 1 {
+                        let src = &x[b..b + DW_LANES];
+                        for j in 0..DW_LANES {
+                            acc[j] += wv * src[j];
+                        }
+                    } else {
+                        let src = &x[b..b + (DW_LANES - 1) * sx + 1];
+                        for j in 0..DW_LANES {
+                            acc[j] += wv * src[j * sx];
+                        }
                     }
                 }
             }
+            let n = DW_LANES.min(ow - ox0);
+            out[oy * ow + ox0..oy * ow + ox0 + n].copy_from_slice(&acc[..n]);
+            ox0 += DW_LANES;
         }
     }
 }

@@ -80,24 +80,27 @@ impl Epilogue<'_> {
         }
         for r in 0..rows {
             let row = row0 + r;
-            let bias = self.bias.map_or(0.0, |b| b[row]);
-            let slope = self.slope.map_or(0.0, |s| s[row]);
             let out = &mut c[r * ldc..r * ldc + cols];
-            let act = self.activation;
-            match self.residual {
-                Some(res) => {
-                    let start = row * self.ld_residual + col0;
-                    let res = &res[start..start + cols];
-                    for (o, &x) in out.iter_mut().zip(res) {
-                        *o = act.apply(*o + bias + x, slope);
-                    }
+            // Plain loops, one concern each, so the compiler vectorizes every one of them.
+            if let Some(b) = self.bias {
+                let b = b[row];
+                out.iter_mut().for_each(|o| *o += b);
+            }
+            if let Some(res) = self.residual {
+                let start = row * self.ld_residual + col0;
+                out.iter_mut().zip(&res[start..start + cols]).for_each(|(o, &x)| *o += x);
+            }
+            match self.activation {
+                Activation::None => {}
+                Activation::Relu => out.iter_mut().for_each(|o| *o = o.max(0.0)),
+                Activation::LeakyRelu(a) => out.iter_mut().for_each(|o| *o = if *o < 0.0 { a * *o } else { *o }),
+                Activation::Clip(lo, hi) => out.iter_mut().for_each(|o| *o = o.max(lo).min(hi)),
+                Activation::HardSwish => out.iter_mut().for_each(|o| *o = *o * (*o + 3.0).clamp(0.0, 6.0) / 6.0),
+                Activation::Sigmoid => out.iter_mut().for_each(|o| *o = 1.0 / (1.0 + (-*o).exp())),
+                Activation::PRelu => {
+                    let s = self.slope.map_or(0.0, |s| s[row]);
+                    out.iter_mut().for_each(|o| *o = if *o < 0.0 { s * *o } else { *o })
                 }
-                None => match act {
-                    // The common cases as plain loops the compiler vectorizes.
-                    Activation::None => out.iter_mut().for_each(|o| *o += bias),
-                    Activation::Relu => out.iter_mut().for_each(|o| *o = (*o + bias).max(0.0)),
-                    _ => out.iter_mut().for_each(|o| *o = act.apply(*o + bias, slope)),
-                },
             }
         }
     }

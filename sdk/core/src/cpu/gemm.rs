@@ -26,10 +26,25 @@ pub const MR_MAX: usize = 8;
 /// A micro-kernel: computes the full `mr x nr` tile `C (+)= A[rows, k0..k0+kc] · Bpanel`.
 ///
 /// `a` points to `mr` row pointers (already offset to the block's first column), `b` to the
-/// panel's block (`kc` rows of `nr` values), `c` to the tile with row stride `ldc`. With
-/// `accumulate` the tile is added to C, else it overwrites it.
+/// first of `kc` rows of `nr` values, `ldb` floats apart (`nr` in a packed panel), `c` to the
+/// tile with row stride `ldc`. With `accumulate` the tile is added to C, else it overwrites it.
 pub type KernelFn =
-    unsafe fn(kc: usize, a: *const *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool);
+    unsafe fn(kc: usize, a: *const *const f32, b: *const f32, ldb: usize, c: *mut f32, ldc: usize, accumulate: bool);
+
+/// The B operand of [`gemm`].
+#[derive(Clone, Copy, Debug)]
+pub enum BMatrix<'a> {
+    /// Packed in panels of the kernel's `nr` ([`pack_b`], or an im2col writing panels).
+    Packed(&'a [f32]),
+    /// Row-major `k x n` with row stride `ld`: read in place (a 1x1 convolution's input);
+    /// only a last partial panel is copied, one K block at a time.
+    RowMajor {
+        /// The data.
+        data: &'a [f32],
+        /// Row stride.
+        ld: usize,
+    },
+}
 
 /// A micro-kernel with its tile size.
 #[derive(Clone, Copy)]
@@ -109,8 +124,9 @@ impl<T> SyncPtr<T> {
     }
 }
 
-/// `C[m x n] = A[m x k] · B[k x n]`, then `ep`. `a` has row stride `lda`; `bp` is B packed
-/// with the panel width of `kernel(isa)`; `c` has row stride `ldc`. Runs on `pool` when given.
+/// `C[m x n] = A[m x k] · B[k x n]`, then `ep`. `a` has row stride `lda`; B is packed with
+/// the panel width of `kernel(isa)` or row-major; `c` has row stride `ldc`. Runs on `pool`
+/// when given.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm(
     isa: Isa,
@@ -120,7 +136,7 @@ pub fn gemm(
     k: usize,
     a: &[f32],
     lda: usize,
-    bp: &[f32],
+    b: BMatrix,
     c: &mut [f32],
     ldc: usize,
     ep: &Epilogue,
@@ -129,7 +145,10 @@ pub fn gemm(
         return;
     }
     let kern = kernel(isa);
-    assert!(bp.len() >= packed_b_len(k, n, kern.nr), "packed B too small");
+    match b {
+        BMatrix::Packed(bp) => assert!(bp.len() >= packed_b_len(k, n, kern.nr), "packed B too small"),
+        BMatrix::RowMajor { data, ld } => assert!(k == 0 || (ld >= n && data.len() >= (k - 1) * ld + n), "B too small"),
+    }
     assert!(k == 0 || a.len() >= (m - 1) * lda + k, "A too small");
     assert!(c.len() >= (m - 1) * ldc + n, "C too small");
     let mb = m.div_ceil(MC);
@@ -142,7 +161,7 @@ pub fn gemm(
         let cols = bj * NC..(n.min((bj + 1) * NC));
         // SAFETY: tasks cover disjoint tiles of C; the slice is only used inside this tile.
         let c = unsafe { std::slice::from_raw_parts_mut(c_ptr.get(), c_len) };
-        block(kern, k, a, lda, bp, c, ldc, rows, cols, ep);
+        block(kern, k, a, lda, b, n, c, ldc, rows, cols, ep);
     };
     match pool {
         Some(pool) if mb * nb > 1 => pool.run(mb * nb, &task),
@@ -158,7 +177,8 @@ fn block(
     k: usize,
     a: &[f32],
     lda: usize,
-    bp: &[f32],
+    b: BMatrix,
+    n: usize,
     c: &mut [f32],
     ldc: usize,
     rows: std::ops::Range<usize>,
@@ -172,14 +192,35 @@ fn block(
             c[r * ldc + cols.start..r * ldc + cols.end].fill(0.0);
         }
     }
+    // A row-major B's last partial panel, copied one K block at a time.
+    // Left uninitialized (it is 32 KiB): each use writes every value it then reads.
+    let mut edge = std::mem::MaybeUninit::<[f32; KC * NR_MAX]>::uninit();
     let mut k0 = 0;
     while k0 < k {
         let kc = KC.min(k - k0);
         let accumulate = k0 > 0;
         for p in p0..p1 {
-            let panel = &bp[p * k * nr + k0 * nr..];
             let j0 = p * nr;
             let w = nr.min(cols.end - j0);
+            let (panel, ldb): (&[f32], usize) = match b {
+                BMatrix::Packed(bp) => (&bp[p * k * nr + k0 * nr..], nr),
+                BMatrix::RowMajor { data, ld } if j0 + nr <= n => (&data[k0 * ld + j0..], ld),
+                BMatrix::RowMajor { data, ld } => {
+                    let valid = n - j0;
+                    let e = edge.as_mut_ptr() as *mut f32;
+                    for kk in 0..kc {
+                        let src = &data[(k0 + kk) * ld + j0..(k0 + kk) * ld + n];
+                        // SAFETY: kk * nr + nr <= KC * NR_MAX; the writes initialize the
+                        // first kc * nr floats, all that the slice below covers.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(src.as_ptr(), e.add(kk * nr), valid);
+                            std::ptr::write_bytes(e.add(kk * nr + valid), 0, nr - valid);
+                        }
+                    }
+                    // SAFETY: initialized just above.
+                    (unsafe { std::slice::from_raw_parts(e, kc * nr) }, nr)
+                }
+            };
             let mut r0 = rows.start;
             while r0 < rows.end {
                 let h = mr.min(rows.end - r0);
@@ -192,7 +233,7 @@ fn block(
                 if h == mr && w == nr {
                     // SAFETY: the tile lies inside C (checked above), rows have kc values,
                     // the panel block has kc * nr values.
-                    unsafe { (kern.f)(kc, rp.as_ptr(), panel.as_ptr(), c_tile.as_mut_ptr(), ldc, accumulate) };
+                    unsafe { (kern.f)(kc, rp.as_ptr(), panel.as_ptr(), ldb, c_tile.as_mut_ptr(), ldc, accumulate) };
                 } else {
                     let mut tmp = [0f32; MR_MAX * NR_MAX];
                     if accumulate {
@@ -201,7 +242,7 @@ fn block(
                         }
                     }
                     // SAFETY: tmp holds mr x nr floats with row stride nr.
-                    unsafe { (kern.f)(kc, rp.as_ptr(), panel.as_ptr(), tmp.as_mut_ptr(), nr, accumulate) };
+                    unsafe { (kern.f)(kc, rp.as_ptr(), panel.as_ptr(), ldb, tmp.as_mut_ptr(), nr, accumulate) };
                     for i in 0..h {
                         c_tile[i * ldc..i * ldc + w].copy_from_slice(&tmp[i * nr..i * nr + w]);
                     }
@@ -223,6 +264,7 @@ pub unsafe fn kernel_portable_4x16(
     kc: usize,
     a: *const *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     ldc: usize,
     accumulate: bool,
@@ -233,7 +275,7 @@ pub unsafe fn kernel_portable_4x16(
     unsafe {
         let rows = [*a, *a.add(1), *a.add(2), *a.add(3)];
         for kk in 0..kc {
-            let bv: &[f32; NR] = &*(b.add(kk * NR) as *const [f32; NR]);
+            let bv: &[f32; NR] = &*(b.add(kk * ldb) as *const [f32; NR]);
             for r in 0..MR {
                 let av = *rows[r].add(kk);
                 for j in 0..NR {
@@ -294,7 +336,8 @@ mod tests {
                         activation: Activation::Relu,
                         slope: None,
                     };
-                    gemm(isa, threaded.then_some(&pool), m, n, k, &a, k, &bp, &mut c, n, &ep);
+                    let bm = if threaded { BMatrix::RowMajor { data: &b, ld: n } } else { BMatrix::Packed(&bp) };
+                    gemm(isa, threaded.then_some(&pool), m, n, k, &a, k, bm, &mut c, n, &ep);
                     for i in 0..m * n {
                         let w = (want[i] + bias[i / n] as f64 + res[i] as f64).max(0.0);
                         let tol = 1e-4 * (1.0 + w.abs()) + 1e-5 * k as f64;

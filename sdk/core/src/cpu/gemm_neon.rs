@@ -28,7 +28,7 @@ pub unsafe fn kernel_neon_8x8(
                 acc[i][0] = vfmaq_n_f32(acc[i][0], b0, av);
                 acc[i][1] = vfmaq_n_f32(acc[i][1], b1, av);
             }
-            bp = bp.add(8);
+            bp = bp.add(ldb);
         }
         for (i, row) in acc.iter().enumerate() {
             let cp = c.add(i * ldc);

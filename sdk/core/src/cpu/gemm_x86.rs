@@ -11,6 +11,7 @@ pub unsafe fn kernel_avx512_8x32(
     kc: usize,
     a: *const *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     ldc: usize,
     accumulate: bool,
@@ -27,7 +28,7 @@ pub unsafe fn kernel_avx512_8x32(
                 acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
                 acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
             }
-            bp = bp.add(32);
+            bp = bp.add(ldb);
         }
         for (i, row) in acc.iter().enumerate() {
             let cp = c.add(i * ldc);
@@ -51,6 +52,7 @@ pub unsafe fn kernel_avx2_6x16(
     kc: usize,
     a: *const *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     ldc: usize,
     accumulate: bool,
@@ -67,7 +69,7 @@ pub unsafe fn kernel_avx2_6x16(
                 acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
                 acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
             }
-            bp = bp.add(16);
+            bp = bp.add(ldb);
         }
         for (i, row) in acc.iter().enumerate() {
             let cp = c.add(i * ldc);

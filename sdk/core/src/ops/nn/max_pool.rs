@@ -90,22 +90,30 @@ fn max_pool_2d_f32(geo: &Geometry, x: TensorRef, y: &mut TensorMut, indices: &mu
     {
         invalid!("MaxPool: tensor sizes do not match the inferred shapes");
     }
+    let (kh, kw) = (geo.kernel[0], geo.kernel[1]);
+    let (sy, sx, dy, dx) = (geo.stride[0], geo.stride[1], geo.dilation[0], geo.dilation[1]);
+    // Taps k of a window starting at `start` (may be negative) that fall in 0..n, stepping
+    // by the dilation: `lo..hi` as tap indices.
+    let taps = |start: isize, n: usize, k: usize, d: usize| -> (usize, usize) {
+        let lo = if start < 0 { ((-start) as usize).div_ceil(d) } else { 0 };
+        let past = n as isize - start; // taps with start + t*d < n
+        let hi = if past <= 0 { 0 } else { k.min((past as usize).div_ceil(d)) };
+        (lo, hi.max(lo))
+    };
     for plane in 0..planes {
         let xp = &xs[plane * h * w..(plane + 1) * h * w];
         for oy in 0..oh {
+            let y0 = (oy * sy) as isize - geo.pad_begin[0] as isize;
+            let (ky0, ky1) = taps(y0, h, kh, dy);
             for ox in 0..ow {
+                let x0 = (ox * sx) as isize - geo.pad_begin[1] as isize;
+                // Windows wholly inside the row need no clipping.
+                let (kx0, kx1) = if x0 >= 0 && x0 as usize + (kw - 1) * dx < w { (0, kw) } else { taps(x0, w, kw, dx) };
                 let (mut best, mut at) = (f32::NEG_INFINITY, usize::MAX);
-                for ky in 0..geo.kernel[0] {
-                    let iy = geo.input_pos(0, oy, ky);
-                    if iy < 0 || iy as usize >= h {
-                        continue;
-                    }
-                    for kx in 0..geo.kernel[1] {
-                        let ix = geo.input_pos(1, ox, kx);
-                        if ix < 0 || ix as usize >= w {
-                            continue;
-                        }
-                        let off = iy as usize * w + ix as usize;
+                for ky in ky0..ky1 {
+                    let iy = (y0 + (ky * dy) as isize) as usize;
+                    for kx in kx0..kx1 {
+                        let off = iy * w + (x0 + (kx * dx) as isize) as usize;
                         let v = xp[off];
                         // The first tap inside the input, then strictly greater ones.
                         if at == usize::MAX || v > best {
