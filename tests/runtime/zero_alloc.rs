@@ -46,11 +46,13 @@ fn steady_state_run_allocates_nothing() {
     drop(v);
     assert!(ALLOCS.load(Ordering::SeqCst) >= 1, "the counting allocator does not count");
     let cases = ["blazeface_short", "silero_vad_16k_sequence"];
-    for case in cases {
+    // With one thread and with a pool (its workers' allocations count too: the counter is
+    // process-wide).
+    for (case, threads) in cases.iter().flat_map(|c| [(*c, 1usize), (*c, 3)]) {
         let g = common::load_golden(case);
         let graph = onnx::load_model(&g.model).expect("model loads");
         let engine = Arc::new(Engine::from_graph(graph).expect("engine"));
-        let mut ctx = Context::new(engine, &g.input_shapes()).expect("context");
+        let mut ctx = Context::with_threads(engine, &g.input_shapes(), threads).expect("context");
         for (n, t) in &g.inputs {
             ctx.set_input(n, t).expect("input");
         }
@@ -66,9 +68,9 @@ fn steady_state_run_allocates_nothing() {
         COUNTING.store(false, Ordering::SeqCst);
         let n = ALLOCS.load(Ordering::SeqCst);
         assert!(ok, "{case}: run failed");
-        assert_eq!(n, 0, "{case}: {n} heap allocations in 3 steady-state runs");
+        assert_eq!(n, 0, "{case} ({threads} threads): {n} heap allocations in 3 steady-state runs");
         println!(
-            "{case}: 0 allocations in 3 runs ({} steps, arena {} bytes)",
+            "{case} ({threads} threads): 0 allocations in 3 runs ({} steps, arena {} bytes)",
             ctx.plan().steps.len(),
             ctx.plan().arena_bytes
         );

@@ -1,4 +1,6 @@
-//! `edgert`: build, run and inspect engines (the role trtexec plays for TensorRT).
+//! `edgert`: build, run, bench and inspect engines (the role trtexec plays for TensorRT).
+
+mod bench;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -50,6 +52,8 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "cpu")]
         device: DeviceArg,
     },
+    /// Time a model or engine: throughput, latency percentiles, memory; `--profile` per node.
+    Bench(bench::BenchArgs),
     /// Describe a model or engine: inputs, outputs, op counts, arena, weights.
     Inspect {
         /// `model.onnx` or `model.edgert`; omit with `--ops`.
@@ -60,6 +64,9 @@ enum Cmd {
         /// List the supported ONNX op types.
         #[arg(long)]
         ops: bool,
+        /// Print the graph after each optimization pass (ONNX models).
+        #[arg(long)]
+        passes: bool,
     },
 }
 
@@ -106,7 +113,8 @@ fn real_main() -> Result<()> {
         Cmd::Run { model, inputs, output_dir, summary, top, device } => {
             run(&model, &inputs, output_dir.as_deref(), summary, top, device)
         }
-        Cmd::Inspect { model, shapes, ops: list_ops } => {
+        Cmd::Bench(args) => bench::bench(&args),
+        Cmd::Inspect { model, shapes, ops: list_ops, passes } => {
             if list_ops {
                 for op in ops::supported_ops() {
                     println!("{op}");
@@ -116,6 +124,9 @@ fn real_main() -> Result<()> {
                 }
             }
             let model = model.ok_or_else(|| anyhow!("give a model or engine file (or --ops)"))?;
+            if passes {
+                return print_passes(&model);
+            }
             inspect(&model, &parse_shapes(&shapes)?)
         }
     }
@@ -221,7 +232,7 @@ fn run(
             print_summary(name, t, top);
         }
     }
-    eprintln!("ran in {ms:.2} ms (one cold run {where_}: not a benchmark)");
+    eprintln!("ran in {ms:.2} ms (one cold run {where_}: use `edgert bench` to measure)");
     Ok(())
 }
 
@@ -290,6 +301,30 @@ fn print_summary(name: &str, t: &Tensor, top: Option<usize>) {
         let best: Vec<String> = idx.iter().take(k).map(|&i| format!("#{i}={:.4}", v[i])).collect();
         println!("  top {k}: {}", best.join(" "));
     }
+}
+
+/// `inspect --passes`: runs the build's passes one at a time, printing the graph after each.
+fn print_passes(path: &Path) -> Result<()> {
+    if is_engine(path) {
+        bail!("{}: --passes needs the ONNX model (an engine file is already optimized)", path.display());
+    }
+    let mut g = onnx::load_model(path).with_context(|| format!("loading {}", path.display()))?;
+    let name = |g: &Graph, v: &Option<usize>| v.map_or("-".to_string(), |v| g.values[v].name.clone());
+    let print = |g: &Graph| {
+        for n in &g.nodes {
+            let ins: Vec<String> = n.inputs.iter().map(|v| name(g, v)).collect();
+            let outs: Vec<String> = n.outputs.iter().map(|v| name(g, v)).collect();
+            println!("  {:<20} {:<28} ({}) -> {}", n.op_type, n.name, ins.join(", "), outs.join(", "));
+        }
+    };
+    println!("== imported: {} nodes", g.nodes.len());
+    print(&g);
+    for (pass, f) in edgert_core::passes::default_passes() {
+        let changes = f(&mut g)?;
+        println!("== after {pass} ({changes} changes): {} nodes", g.nodes.len());
+        print(&g);
+    }
+    Ok(())
 }
 
 fn inspect(path: &Path, shapes: &HashMap<String, Vec<usize>>) -> Result<()> {

@@ -314,6 +314,10 @@ impl GpuContext {
                     if ep.bias_mode != 0 {
                         ep.bias = input(2)?;
                     }
+                    // edgert.FusedConv's residual.
+                    if node.op_type == "edgert.FusedConv" && matches!(node.inputs.get(3), Some(Some(_))) {
+                        ep.residual = input(3)?;
+                    }
                     a.push(input(0)?)?.push(input(1)?)?.push(out)?.push(*params)?.push(ep)?;
                     let total = (params.n as u64) * (params.k as u64) * (params.p as u64) * (params.q as u64);
                     let cfg = if *kernel == edgert_kernels::names::conv_igemm_f32 {

@@ -13,11 +13,11 @@ use edgert_kernels::names;
 
 use crate::error::{Error, Result};
 use crate::params::{
-    BiasMode, Binary, BroadcastParams, ConvParams, Epilogue, GatherParams, GemmParams, PoolParams, window_2d,
+    Act, BiasMode, Binary, BroadcastParams, ConvParams, Epilogue, GatherParams, GemmParams, PoolParams, window_2d,
 };
 
 /// What runs one step. Device pointers in parameters (bias, residual) are filled at launch
-/// from [`StepKernel::operands`]; everything else is final.
+/// from the node's inputs; everything else is final.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StepKernel {
     /// Nothing to do (an alias step the planner skips).
@@ -295,7 +295,7 @@ fn select_node(graph: &Graph, plan: &Plan, node: &Node, outputs: &[usize]) -> Se
         return Ok(StepKernel::Binary(BroadcastParams::new(sa, sb, out_shape, b)?));
     }
     match op {
-        "Conv" => {
+        "Conv" | "edgert.FusedConv" => {
             let ((dx, x), (dw, w)) = (io.input(0)?, io.input(1)?);
             f32_only(&[dx, dw, out_dtype])?;
             if io.constant(1).is_none() {
@@ -305,10 +305,34 @@ fn select_node(graph: &Graph, plan: &Plan, node: &Node, outputs: &[usize]) -> Se
                 return unsupported("Conv with a non-constant bias");
             }
             let params = ConvParams::new(attrs, x, w, out_shape)?;
-            let epilogue = Epilogue {
+            let mut epilogue = Epilogue {
                 bias_mode: if io.has_input(2) { BiasMode::PerRow as i32 } else { BiasMode::None as i32 },
                 ..Default::default()
             };
+            if op == "edgert.FusedConv" {
+                // Conv + bias, then the residual (input 3), then the activation.
+                use edgert_core::cpu::Activation as A;
+                let (act, a, b) = match edgert_core::ops::fused::fused_conv::parse_activation(attrs)? {
+                    A::None => (Act::None, 0.0, 0.0),
+                    A::Relu => (Act::Relu, 0.0, 0.0),
+                    A::LeakyRelu(alpha) => (Act::Leaky, alpha, 0.0),
+                    A::Clip(lo, hi) => (Act::Clip, lo, hi),
+                    A::HardSwish => (Act::HardSwish, 0.0, 0.0),
+                    A::Sigmoid => (Act::Sigmoid, 0.0, 0.0),
+                    other => return unsupported(format!("the fused activation {other:?}")),
+                };
+                epilogue.act = act as i32;
+                epilogue.act_alpha = a;
+                epilogue.act_beta = b;
+                epilogue.res_first = 1;
+                if io.has_input(3) {
+                    let (dr, r) = io.input(3)?;
+                    f32_only(&[dr])?;
+                    if r != out_shape {
+                        return unsupported(format!("a residual of shape {r:?} for an output of {out_shape:?}"));
+                    }
+                }
+            }
             let kernel = if params.is_depthwise() {
                 names::conv_depthwise_f32
             } else if (params.c / params.groups) as i64 * params.r as i64 * params.s as i64 >= 16 {
@@ -488,8 +512,6 @@ mod tests {
     use edgert_core::graph::Dim;
     use edgert_core::ops::Attr;
 
-    use crate::params::Act;
-
     use super::*;
 
     /// x[1,3,13,7] -> Conv(8, 3x3, pad 1) + bias -> Relu -> GlobalAveragePool -> Flatten ->
@@ -545,6 +567,23 @@ mod tests {
                 assert!(edgert_kernels::Module::of_kernel(name).is_some(), "{name} is not a registered kernel");
             }
         }
+    }
+
+    #[test]
+    fn optimized_engine_fused_conv_maps_to_conv_with_epilogue() {
+        // Engine passes turn Conv + Relu into edgert.FusedConv.
+        let engine = edgert_core::Engine::from_graph(graph(false)).unwrap();
+        let g = &engine.graph;
+        assert!(g.nodes.iter().any(|n| n.op_type == "edgert.FusedConv"), "{:?}", g.op_counts());
+        let plan = edgert_core::plan::plan(g, &HashMap::new()).unwrap();
+        let ks = select(g, &plan, SelectOptions::default()).unwrap();
+        let conv = ks.iter().find_map(|k| match k {
+            StepKernel::Conv { epilogue, .. } => Some(*epilogue),
+            _ => None,
+        });
+        let ep = conv.expect("a Conv kernel");
+        assert_eq!((ep.act, ep.bias_mode, ep.res_first), (Act::Relu as i32, BiasMode::PerRow as i32, 1));
+        assert!(!ks.iter().any(|k| matches!(k, StepKernel::Unary { .. })), "Relu was fused: {ks:?}");
     }
 
     #[test]

@@ -67,6 +67,7 @@ impl Op for MaxPool {
             None => None,
         };
         match x.dtype() {
+            DType::F32 if geo.nsp == 2 && !self.column_major => max_pool_2d_f32(&geo, x, y, &mut indices),
             DType::F32 => max_pool::<f32>(self, &geo, x, y, &mut indices),
             DType::F16 => max_pool::<half::f16>(self, &geo, x, y, &mut indices),
             DType::I8 => max_pool::<i8>(self, &geo, x, y, &mut indices),
@@ -74,6 +75,62 @@ impl Op for MaxPool {
             other => invalid!("MaxPool does not support {other}"),
         }
     }
+}
+
+/// The common case (2-D, f32, row-major indices) as a plain loop nest: same results as
+/// [`max_pool`], which walks N-d windows generically.
+fn max_pool_2d_f32(geo: &Geometry, x: TensorRef, y: &mut TensorMut, indices: &mut Option<&mut [i64]>) -> Result<()> {
+    let xs = x.typed::<f32>()?;
+    let ys = y.typed_mut::<f32>()?;
+    let planes = x.shape[0] * x.shape[1];
+    let (h, w, oh, ow) = (geo.input[0], geo.input[1], geo.output[0], geo.output[1]);
+    if xs.len() != planes * h * w
+        || ys.len() != planes * oh * ow
+        || indices.as_ref().is_some_and(|i| i.len() != ys.len())
+    {
+        invalid!("MaxPool: tensor sizes do not match the inferred shapes");
+    }
+    let (kh, kw) = (geo.kernel[0], geo.kernel[1]);
+    let (sy, sx, dy, dx) = (geo.stride[0], geo.stride[1], geo.dilation[0], geo.dilation[1]);
+    // Taps k of a window starting at `start` (may be negative) that fall in 0..n, stepping
+    // by the dilation: `lo..hi` as tap indices.
+    let taps = |start: isize, n: usize, k: usize, d: usize| -> (usize, usize) {
+        let lo = if start < 0 { ((-start) as usize).div_ceil(d) } else { 0 };
+        let past = n as isize - start; // taps with start + t*d < n
+        let hi = if past <= 0 { 0 } else { k.min((past as usize).div_ceil(d)) };
+        (lo, hi.max(lo))
+    };
+    for plane in 0..planes {
+        let xp = &xs[plane * h * w..(plane + 1) * h * w];
+        for oy in 0..oh {
+            let y0 = (oy * sy) as isize - geo.pad_begin[0] as isize;
+            let (ky0, ky1) = taps(y0, h, kh, dy);
+            for ox in 0..ow {
+                let x0 = (ox * sx) as isize - geo.pad_begin[1] as isize;
+                // Windows wholly inside the row need no clipping.
+                let (kx0, kx1) = if x0 >= 0 && x0 as usize + (kw - 1) * dx < w { (0, kw) } else { taps(x0, w, kw, dx) };
+                let (mut best, mut at) = (f32::NEG_INFINITY, usize::MAX);
+                for ky in ky0..ky1 {
+                    let iy = (y0 + (ky * dy) as isize) as usize;
+                    for kx in kx0..kx1 {
+                        let off = iy * w + (x0 + (kx * dx) as isize) as usize;
+                        let v = xp[off];
+                        // The first tap inside the input, then strictly greater ones.
+                        if at == usize::MAX || v > best {
+                            best = v;
+                            at = off;
+                        }
+                    }
+                }
+                let i = (plane * oh + oy) * ow + ox;
+                ys[i] = best;
+                if let Some(ind) = indices.as_deref_mut() {
+                    ind[i] = if at == usize::MAX { -1 } else { (plane * h * w + at) as i64 };
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn max_pool<T: Element>(
