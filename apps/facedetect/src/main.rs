@@ -76,6 +76,12 @@ pub struct Args {
     /// Software decoder threads per stream (0: decoder's choice).
     #[arg(long, default_value_t = 1)]
     decoder_threads: u32,
+    /// Reconnection attempts of a live network/camera source (exponential back-off).
+    #[arg(long, default_value_t = 5)]
+    retries: u32,
+    /// First reconnection back-off in ms (doubles per attempt, at most 8 s).
+    #[arg(long, default_value_t = 500)]
+    backoff_ms: u64,
     /// Print the status line even when stderr is not a terminal.
     #[arg(long)]
     status: bool,
@@ -201,6 +207,8 @@ pub fn run(args: &Args) -> Result<RunReport> {
     let mut src_cfg = SourceConfig::new(spec.input_size.0 as u32, spec.input_size.1 as u32);
     src_cfg.keep_full = args.snapshots.is_some();
     src_cfg.decoder_threads = args.decoder_threads;
+    src_cfg.max_retries = args.retries;
+    src_cfg.backoff = Duration::from_millis(args.backoff_ms);
     if let Some(d) = &args.snapshots {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
