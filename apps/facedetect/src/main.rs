@@ -94,7 +94,8 @@ pub struct Args {
     /// Seconds of video per bench trial.
     #[arg(long, default_value_t = 10)]
     bench_seconds: u32,
-    /// Bench clip (default: generated once into target/bench/: 1080p30 H.264 High ~6 Mbit/s).
+    /// Bench clip (default: generated once into target/bench/: 1080p30 H.264 High ~6 Mbit/s,
+    /// `videotestsrc pattern=snow`).
     #[arg(long)]
     bench_clip: Option<PathBuf>,
     /// Bench: decode and batch only, no inference (the decode capacity baseline).
