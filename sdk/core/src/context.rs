@@ -8,6 +8,7 @@ use std::sync::Arc;
 use arrayvec::ArrayVec;
 use half::f16;
 
+use crate::cpu::{Exec, Isa, ThreadPool};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::graph::node_error;
@@ -45,6 +46,10 @@ pub struct Context {
     plan: Plan,
     arena: AlignedBuf,
     scratch: AlignedBuf,
+    /// Kernel family of this context's CPU kernels.
+    isa: Isa,
+    /// Workers for parallel kernels; `None` runs everything on the calling thread.
+    pool: Option<ThreadPool>,
 }
 
 impl std::fmt::Debug for Context {
@@ -99,11 +104,40 @@ unsafe fn data_mut<'a>(dtype: DType, ptr: *mut u8, n: usize) -> DataMut<'a> {
 impl Context {
     /// Plans the engine for the given input shapes (inputs with fully declared shapes may be
     /// left out) and allocates the arena.
+    /// Runs on the calling thread only; see [`Context::with_threads`].
     pub fn new(engine: Arc<Engine>, input_shapes: &HashMap<String, Vec<usize>>) -> Result<Context> {
+        Context::with_threads(engine, input_shapes, 1)
+    }
+
+    /// As [`Context::new`], with a fixed pool of `threads` threads in all (the caller plus
+    /// `threads - 1` workers, made now: `run` spawns nothing) for the parallel kernels.
+    pub fn with_threads(
+        engine: Arc<Engine>,
+        input_shapes: &HashMap<String, Vec<usize>>,
+        threads: usize,
+    ) -> Result<Context> {
         let plan = plan::plan(&engine.graph, input_shapes)?;
         let arena = AlignedBuf::new(plan.arena_bytes);
         let scratch = AlignedBuf::new(plan.scratch_bytes);
-        Ok(Context { engine, plan, arena, scratch })
+        let pool = if threads > 1 {
+            Some(
+                ThreadPool::new(threads)
+                    .map_err(|e| Error::Invalid(format!("could not start {threads} threads: {e}")))?,
+            )
+        } else {
+            None
+        };
+        Ok(Context { engine, plan, arena, scratch, isa: crate::cpu::isa::active(), pool })
+    }
+
+    /// Threads the kernels run on.
+    pub fn threads(&self) -> usize {
+        self.pool.as_ref().map_or(1, |p| p.threads())
+    }
+
+    /// The CPU kernel family in use.
+    pub fn isa(&self) -> Isa {
+        self.isa
     }
 
     /// The plan (types, layout, arena size).
@@ -202,11 +236,18 @@ impl Context {
 
     /// Runs every step. Allocates nothing on success.
     pub fn run(&mut self) -> Result<()> {
+        self.run_observed(|_, _| {})
+    }
+
+    /// As [`Context::run`], calling `observe(step index, node index)` after each step (the
+    /// per-node profile of `edgert bench --profile` times steps with it).
+    pub fn run_observed(&mut self, mut observe: impl FnMut(usize, usize)) -> Result<()> {
         let graph = &self.engine.graph;
+        let exec = Exec { isa: self.isa, pool: self.pool.as_ref() };
         let base = self.arena.ptr();
         let scratch_len = self.plan.scratch_bytes;
         let scratch_ptr = self.scratch.ptr();
-        for step in &self.plan.steps {
+        for (si, step) in self.plan.steps.iter().enumerate() {
             if step.skip {
                 continue;
             }
@@ -243,7 +284,8 @@ impl Context {
             }
             // SAFETY: the scratch buffer is exclusively ours and has `scratch_len` bytes.
             let scratch = unsafe { std::slice::from_raw_parts_mut(scratch_ptr, scratch_len) };
-            node.op.run(&inputs, &mut outputs, scratch).map_err(|e| node_error(node, e))?;
+            node.op.run_exec(&inputs, &mut outputs, scratch, &exec).map_err(|e| node_error(node, e))?;
+            observe(si, step.node);
         }
         Ok(())
     }

@@ -6,6 +6,7 @@
 
 pub mod compare;
 pub mod context;
+pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod graph;

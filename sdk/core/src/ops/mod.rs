@@ -9,6 +9,7 @@
 pub mod attrs;
 pub mod broadcast;
 pub mod elementwise;
+pub mod fused;
 pub mod linalg;
 pub mod nn;
 pub mod reduce;
@@ -74,6 +75,18 @@ pub trait Op: Debug + Send + Sync {
     /// allocate on the heap. `scratch` has at least `scratch_bytes` bytes, 64-byte aligned.
     fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], scratch: &mut [u8]) -> Result<()>;
 
+    /// [`Op::run`] with the executing context's kernels and thread pool: ops with optimized
+    /// CPU kernels override it; the default ignores `exec` and calls `run`.
+    fn run_exec(
+        &self,
+        inputs: &[Option<TensorRef>],
+        outputs: &mut [TensorMut],
+        scratch: &mut [u8],
+        _exec: &crate::cpu::Exec,
+    ) -> Result<()> {
+        self.run(inputs, outputs, scratch)
+    }
+
     /// Output `i` may share memory with input `j` (an op that only reinterprets its input,
     /// like Reshape): returns `Some(j)`. The planner then gives both one buffer and `run`
     /// sees identical input and output data (and may do nothing). Default: none.
@@ -92,6 +105,7 @@ pub fn build_op(op_type: &str, attrs: &Attrs, opset: i64) -> Option<Result<Box<d
         .or_else(|| reduce::build(op_type, attrs, opset))
         .or_else(|| linalg::build(op_type, attrs, opset))
         .or_else(|| rnn::build(op_type, attrs, opset))
+        .or_else(|| fused::build(op_type, attrs, opset))
 }
 
 /// All op types `build_op` knows, sorted (for `edgert inspect --ops` and error hints).

@@ -1,15 +1,80 @@
 //! Graph passes: each rewrites the IR and keeps outputs unchanged. One pass, one file.
 
+mod fold_batchnorm;
 mod fold_constants;
+mod fuse_conv_epilogue;
 mod remove_dead_nodes;
+mod remove_identity;
 
+pub use fold_batchnorm::fold_batchnorm;
 pub use fold_constants::fold_constants;
+pub use fuse_conv_epilogue::fuse_conv_epilogue;
 pub use remove_dead_nodes::remove_dead_nodes;
+pub use remove_identity::remove_identity;
+
+use std::collections::HashMap;
 
 use crate::error::Result;
-use crate::graph::Graph;
+use crate::graph::{Graph, ValueId};
+
+/// A pass: rewrites the graph, returns how many rewrites it made.
+pub type Pass = fn(&mut Graph) -> Result<usize>;
 
 /// The passes every engine build runs, in order, with their names (for `inspect --passes`).
-pub fn default_passes() -> Vec<(&'static str, fn(&mut Graph) -> Result<usize>)> {
-    vec![("fold_constants", fold_constants), ("remove_dead_nodes", remove_dead_nodes)]
+pub fn default_passes() -> Vec<(&'static str, Pass)> {
+    vec![
+        ("fold_constants", fold_constants),
+        ("remove_identity", remove_identity),
+        ("fold_batchnorm", fold_batchnorm),
+        ("fuse_conv_epilogue", fuse_conv_epilogue),
+        ("remove_dead_nodes", remove_dead_nodes),
+    ]
+}
+
+/// How many node inputs read each value (graph outputs not counted).
+pub(crate) fn use_counts(graph: &Graph) -> Vec<usize> {
+    let mut uses = vec![0usize; graph.values.len()];
+    for n in &graph.nodes {
+        for &i in n.inputs.iter().flatten() {
+            if let Some(u) = uses.get_mut(i) {
+                *u += 1;
+            }
+        }
+    }
+    uses
+}
+
+/// The index of the node that produces each value.
+pub(crate) fn producers(graph: &Graph) -> HashMap<ValueId, usize> {
+    let mut m = HashMap::new();
+    for (i, n) in graph.nodes.iter().enumerate() {
+        for &o in n.outputs.iter().flatten() {
+            m.insert(o, i);
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    use std::collections::HashMap;
+
+    use crate::compare::{Tolerance, mismatch};
+    use crate::graph::Graph;
+    use crate::tensor::Tensor;
+
+    /// Runs both graphs with the reference executor on the same inputs and checks that every
+    /// output agrees within f32 tolerance.
+    pub fn assert_same_outputs(before: &Graph, after: &Graph, inputs: &[(&str, Tensor)]) {
+        let map: HashMap<String, Tensor> = inputs.iter().map(|(n, t)| (n.to_string(), t.clone())).collect();
+        let want = before.run_reference(&map).expect("graph before the pass runs");
+        let got = after.run_reference(&map).expect("graph after the pass runs");
+        assert_eq!(want.len(), got.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.shape(), w.shape(), "output {i}");
+            if let Some(m) = mismatch(g, w, Tolerance::F32) {
+                panic!("output {i} changed by the pass: {m}");
+            }
+        }
+    }
 }

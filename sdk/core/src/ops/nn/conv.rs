@@ -29,7 +29,7 @@ impl Conv {
     }
 
     /// Validates shapes and resolves the window geometry: (geometry, N, C, M).
-    fn check(
+    pub(crate) fn check(
         &self,
         x: &[usize],
         w: &[usize],

@@ -67,6 +67,7 @@ impl Op for MaxPool {
             None => None,
         };
         match x.dtype() {
+            DType::F32 if geo.nsp == 2 && !self.column_major => max_pool_2d_f32(&geo, x, y, &mut indices),
             DType::F32 => max_pool::<f32>(self, &geo, x, y, &mut indices),
             DType::F16 => max_pool::<half::f16>(self, &geo, x, y, &mut indices),
             DType::I8 => max_pool::<i8>(self, &geo, x, y, &mut indices),
@@ -74,6 +75,54 @@ impl Op for MaxPool {
             other => invalid!("MaxPool does not support {other}"),
         }
     }
+}
+
+/// The common case (2-D, f32, row-major indices) as a plain loop nest: same results as
+/// [`max_pool`], which walks N-d windows generically.
+fn max_pool_2d_f32(geo: &Geometry, x: TensorRef, y: &mut TensorMut, indices: &mut Option<&mut [i64]>) -> Result<()> {
+    let xs = x.typed::<f32>()?;
+    let ys = y.typed_mut::<f32>()?;
+    let planes = x.shape[0] * x.shape[1];
+    let (h, w, oh, ow) = (geo.input[0], geo.input[1], geo.output[0], geo.output[1]);
+    if xs.len() != planes * h * w
+        || ys.len() != planes * oh * ow
+        || indices.as_ref().is_some_and(|i| i.len() != ys.len())
+    {
+        invalid!("MaxPool: tensor sizes do not match the inferred shapes");
+    }
+    for plane in 0..planes {
+        let xp = &xs[plane * h * w..(plane + 1) * h * w];
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let (mut best, mut at) = (f32::NEG_INFINITY, usize::MAX);
+                for ky in 0..geo.kernel[0] {
+                    let iy = geo.input_pos(0, oy, ky);
+                    if iy < 0 || iy as usize >= h {
+                        continue;
+                    }
+                    for kx in 0..geo.kernel[1] {
+                        let ix = geo.input_pos(1, ox, kx);
+                        if ix < 0 || ix as usize >= w {
+                            continue;
+                        }
+                        let off = iy as usize * w + ix as usize;
+                        let v = xp[off];
+                        // The first tap inside the input, then strictly greater ones.
+                        if at == usize::MAX || v > best {
+                            best = v;
+                            at = off;
+                        }
+                    }
+                }
+                let i = (plane * oh + oy) * ow + ox;
+                ys[i] = best;
+                if let Some(ind) = indices.as_deref_mut() {
+                    ind[i] = if at == usize::MAX { -1 } else { (plane * h * w + at) as i64 };
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn max_pool<T: Element>(

@@ -16,7 +16,7 @@ pub mod resize;
 #[cfg(test)]
 mod resize_test_data;
 #[cfg(test)]
-mod test_util;
+pub(crate) mod test_util;
 
 /// Op types this family builds.
 pub const OP_TYPES: &[&str] = &[

@@ -133,20 +133,42 @@ fn run_t<T: Element>(
     };
     let shape = out.shape;
     let st = strides_fixed(x.shape);
+    let dst = out.typed_mut::<T>()?;
+    let Some(last) = shape.len().checked_sub(1) else {
+        // A scalar: nothing to pad.
+        if let (Some(d), Some(s)) = (dst.first_mut(), src.first()) {
+            *d = *s;
+        }
+        return Ok(());
+    };
+    if shape[last] == 0 {
+        return Ok(());
+    }
+    // Row by row over the last dim: the source offset of a row's leading coordinates is
+    // found once, then each element of the row needs one look-up in the last dim only.
     let mut idx = [0usize; MAX_RANK];
-    for slot in out.typed_mut::<T>()?.iter_mut() {
-        let mut s = Some(0usize);
-        for k in 0..shape.len() {
-            s = match (s, source(idx[k], x.shape[k], b[k], mode)) {
+    for row in dst.chunks_mut(shape[last]) {
+        let mut base = Some(0usize);
+        for k in 0..last {
+            base = match (base, source(idx[k], x.shape[k], b[k], mode)) {
                 (Some(acc), Some(i)) => Some(acc + i * st[k]),
                 _ => None,
             };
         }
-        *slot = match s {
-            Some(s) => *src.get(s).ok_or_else(|| invalid_err!("output shape differs from inference"))?,
-            None => fill,
-        };
-        next_index(&mut idx, shape);
+        match base {
+            None => row.fill(fill),
+            Some(base) => {
+                for (o, slot) in row.iter_mut().enumerate() {
+                    *slot = match source(o, x.shape[last], b[last], mode) {
+                        Some(i) => {
+                            *src.get(base + i).ok_or_else(|| invalid_err!("output shape differs from inference"))?
+                        }
+                        None => fill,
+                    };
+                }
+            }
+        }
+        next_index(&mut idx, &shape[..last]);
     }
     Ok(())
 }

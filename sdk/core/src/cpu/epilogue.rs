@@ -1,0 +1,104 @@
+//! Epilogues: what a fused kernel applies to its accumulators before storing them, in this
+//! order: `+ bias[channel]`, `+ residual[same position]`, then the activation. Computed on
+//! each output tile while it is still in cache (so the fusion saves whole passes over memory).
+
+/// An activation applied elementwise after bias and residual.
+#[derive(Clone, Copy, PartialEq, Debug, Default)]
+pub enum Activation {
+    /// Identity.
+    #[default]
+    None,
+    /// `max(x, 0)`.
+    Relu,
+    /// `x < 0 ? alpha * x : x`.
+    LeakyRelu(f32),
+    /// `min(max(x, lo), hi)` (Clip, Relu6).
+    Clip(f32, f32),
+    /// `x * relu6(x + 3) / 6`.
+    HardSwish,
+    /// `1 / (1 + exp(-x))`.
+    Sigmoid,
+    /// `x < 0 ? slope[channel] * x : x` (PRelu with one slope per channel).
+    PRelu,
+}
+
+impl Activation {
+    /// Applies the activation to one value; `slope` is the channel's PRelu slope.
+    #[inline(always)]
+    pub fn apply(self, x: f32, slope: f32) -> f32 {
+        match self {
+            Activation::None => x,
+            Activation::Relu => x.max(0.0),
+            Activation::LeakyRelu(a) => {
+                if x < 0.0 {
+                    a * x
+                } else {
+                    x
+                }
+            }
+            Activation::Clip(lo, hi) => x.max(lo).min(hi),
+            Activation::HardSwish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
+            Activation::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            Activation::PRelu => {
+                if x < 0.0 {
+                    slope * x
+                } else {
+                    x
+                }
+            }
+        }
+    }
+}
+
+/// The epilogue of one GEMM-shaped computation whose rows are output channels.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Epilogue<'a> {
+    /// One value per row, added first.
+    pub bias: Option<&'a [f32]>,
+    /// A tensor shaped like the output (row stride `ld_residual`), added second.
+    pub residual: Option<&'a [f32]>,
+    /// Row stride of `residual`.
+    pub ld_residual: usize,
+    /// Applied last.
+    pub activation: Activation,
+    /// Per-row slopes for [`Activation::PRelu`].
+    pub slope: Option<&'a [f32]>,
+}
+
+impl Epilogue<'_> {
+    /// Whether applying it changes nothing.
+    pub fn is_identity(&self) -> bool {
+        self.bias.is_none() && self.residual.is_none() && self.activation == Activation::None
+    }
+
+    /// Applies it to `c[r * ldc + j]` for rows `row0..row0 + rows`, columns `col0..col0 + cols`
+    /// of the whole output (`c` points at the start of row `row0`, column `col0`).
+    #[inline(always)]
+    pub fn apply_tile(&self, c: &mut [f32], ldc: usize, row0: usize, rows: usize, col0: usize, cols: usize) {
+        if self.is_identity() {
+            return;
+        }
+        for r in 0..rows {
+            let row = row0 + r;
+            let bias = self.bias.map_or(0.0, |b| b[row]);
+            let slope = self.slope.map_or(0.0, |s| s[row]);
+            let out = &mut c[r * ldc..r * ldc + cols];
+            let act = self.activation;
+            match self.residual {
+                Some(res) => {
+                    let start = row * self.ld_residual + col0;
+                    let res = &res[start..start + cols];
+                    for (o, &x) in out.iter_mut().zip(res) {
+                        *o = act.apply(*o + bias + x, slope);
+                    }
+                }
+                None => match act {
+                    // The common cases as plain loops the compiler vectorizes.
+                    Activation::None => out.iter_mut().for_each(|o| *o += bias),
+                    Activation::Relu => out.iter_mut().for_each(|o| *o = (*o + bias).max(0.0)),
+                    _ => out.iter_mut().for_each(|o| *o = act.apply(*o + bias, slope)),
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! Single-precision GEMM for convolutions and matrix products: `C = A · B`, then an
+//! [`Epilogue`]. A is row-major (any row stride), B is packed into column panels by
+//! [`pack_b`] or by an im2col that writes panels directly (see `conv.rs`), C is row-major.
+//!
+//! Blocking (BLIS style): K is cut into blocks of [`KC`] so that one B panel block stays in
+//! L1 while the A rows stream from L2; each micro-kernel call computes an `MR x NR` tile in
+//! registers. Work is split into tiles of up to [`MC`] rows and [`NC`] columns run on the
+//! thread pool. Micro-kernels: AVX-512 8x32 and AVX2 6x16 (`gemm_x86.rs`), NEON 8x8
+//! (`gemm_neon.rs`), and a portable 4x16.
+
+use super::epilogue::Epilogue;
+use super::isa::Isa;
+use super::pool::ThreadPool;
+
+/// Depth of one K block.
+pub const KC: usize = 256;
+/// Rows of one parallel task.
+pub const MC: usize = 64;
+/// Columns of one parallel task (a multiple of every kernel's NR).
+pub const NC: usize = 256;
+/// The widest panel of any kernel (scratch sizes are computed with it).
+pub const NR_MAX: usize = 32;
+/// The most rows of any kernel.
+pub const MR_MAX: usize = 8;
+
+/// A micro-kernel: computes the full `mr x nr` tile `C (+)= A[rows, k0..k0+kc] · Bpanel`.
+///
+/// `a` points to `mr` row pointers (already offset to the block's first column), `b` to the
+/// panel's block (`kc` rows of `nr` values), `c` to the tile with row stride `ldc`. With
+/// `accumulate` the tile is added to C, else it overwrites it.
+pub type KernelFn =
+    unsafe fn(kc: usize, a: *const *const f32, b: *const f32, c: *mut f32, ldc: usize, accumulate: bool);
+
+/// A micro-kernel with its tile size.
+#[derive(Clone, Copy)]
+pub struct Kernel {
+    /// Rows of a tile.
+    pub mr: usize,
+    /// Columns of a tile (B panel width).
+    pub nr: usize,
+    /// The function.
+    pub f: KernelFn,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kernel({}x{})", self.mr, self.nr)
+    }
+}
+
+/// The micro-kernel for an instruction set (the portable one where `isa` is not compiled in).
+pub fn kernel(isa: Isa) -> Kernel {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => Kernel { mr: 8, nr: 32, f: super::gemm_x86::kernel_avx512_8x32 },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => Kernel { mr: 6, nr: 16, f: super::gemm_x86::kernel_avx2_6x16 },
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon => Kernel { mr: 8, nr: 8, f: super::gemm_neon::kernel_neon_8x8 },
+        _ => Kernel { mr: 4, nr: 16, f: kernel_portable_4x16 },
+    }
+}
+
+/// Floats a packed B of `k x n` takes with panels `nr` wide.
+pub fn packed_b_len(k: usize, n: usize, nr: usize) -> usize {
+    n.div_ceil(nr) * nr * k
+}
+
+/// Packs columns `panel * nr ..` of the row-major `k x n` matrix `src` (row stride `ld`)
+/// into panel `panel` of `dst` (a buffer of [`packed_b_len`] floats); columns past `n` are 0.
+pub fn pack_b_panel(src: &[f32], ld: usize, k: usize, n: usize, nr: usize, panel: usize, dst: &mut [f32]) {
+    let j0 = panel * nr;
+    let w = nr.min(n - j0);
+    let out = &mut dst[panel * k * nr..(panel + 1) * k * nr];
+    for (kk, row) in out.chunks_exact_mut(nr).enumerate() {
+        let s = &src[kk * ld + j0..kk * ld + j0 + w];
+        row[..w].copy_from_slice(s);
+        row[w..].fill(0.0);
+    }
+}
+
+/// Packs all of a row-major `k x n` matrix (row stride `ld`) into panels `nr` wide.
+pub fn pack_b(src: &[f32], ld: usize, k: usize, n: usize, nr: usize, dst: &mut [f32], pool: Option<&ThreadPool>) {
+    let panels = n.div_ceil(nr);
+    let dst_ptr = SyncPtr(dst.as_mut_ptr());
+    let len = dst.len();
+    let task = |p: usize| {
+        // SAFETY: each task writes only its own panel, a disjoint range of `dst`.
+        let dst = unsafe { std::slice::from_raw_parts_mut(dst_ptr.get(), len) };
+        pack_b_panel(src, ld, k, n, nr, p, dst);
+    };
+    match pool {
+        Some(pool) if panels > 1 => pool.run(panels, &task),
+        _ => (0..panels).for_each(task),
+    }
+}
+
+/// A raw pointer that tasks on several threads may share; each task writes a disjoint part.
+#[derive(Clone, Copy)]
+pub struct SyncPtr<T>(pub *mut T);
+// SAFETY: users guarantee disjoint writes (documented at each use).
+unsafe impl<T> Send for SyncPtr<T> {}
+unsafe impl<T> Sync for SyncPtr<T> {}
+impl<T> SyncPtr<T> {
+    /// The pointer (a method, so closures capture the whole `Sync` wrapper).
+    #[inline(always)]
+    pub fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// `C[m x n] = A[m x k] · B[k x n]`, then `ep`. `a` has row stride `lda`; `bp` is B packed
+/// with the panel width of `kernel(isa)`; `c` has row stride `ldc`. Runs on `pool` when given.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm(
+    isa: Isa,
+    pool: Option<&ThreadPool>,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[f32],
+    lda: usize,
+    bp: &[f32],
+    c: &mut [f32],
+    ldc: usize,
+    ep: &Epilogue,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let kern = kernel(isa);
+    assert!(bp.len() >= packed_b_len(k, n, kern.nr), "packed B too small");
+    assert!(k == 0 || a.len() >= (m - 1) * lda + k, "A too small");
+    assert!(c.len() >= (m - 1) * ldc + n, "C too small");
+    let mb = m.div_ceil(MC);
+    let nb = n.div_ceil(NC);
+    let c_ptr = SyncPtr(c.as_mut_ptr());
+    let c_len = c.len();
+    let task = |t: usize| {
+        let (bi, bj) = (t / nb, t % nb);
+        let rows = bi * MC..(m.min((bi + 1) * MC));
+        let cols = bj * NC..(n.min((bj + 1) * NC));
+        // SAFETY: tasks cover disjoint tiles of C; the slice is only used inside this tile.
+        let c = unsafe { std::slice::from_raw_parts_mut(c_ptr.get(), c_len) };
+        block(kern, k, a, lda, bp, c, ldc, rows, cols, ep);
+    };
+    match pool {
+        Some(pool) if mb * nb > 1 => pool.run(mb * nb, &task),
+        _ => (0..mb * nb).for_each(task),
+    }
+}
+
+/// One task: rows × cols of C over the whole K, epilogue included.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn block(
+    kern: Kernel,
+    k: usize,
+    a: &[f32],
+    lda: usize,
+    bp: &[f32],
+    c: &mut [f32],
+    ldc: usize,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+    ep: &Epilogue,
+) {
+    let (mr, nr) = (kern.mr, kern.nr);
+    let (p0, p1) = (cols.start / nr, cols.end.div_ceil(nr));
+    if k == 0 {
+        for r in rows.clone() {
+            c[r * ldc + cols.start..r * ldc + cols.end].fill(0.0);
+        }
+    }
+    let mut k0 = 0;
+    while k0 < k {
+        let kc = KC.min(k - k0);
+        let accumulate = k0 > 0;
+        for p in p0..p1 {
+            let panel = &bp[p * k * nr + k0 * nr..];
+            let j0 = p * nr;
+            let w = nr.min(cols.end - j0);
+            let mut r0 = rows.start;
+            while r0 < rows.end {
+                let h = mr.min(rows.end - r0);
+                let mut rp = [std::ptr::null::<f32>(); MR_MAX];
+                for (i, p) in rp.iter_mut().enumerate().take(mr) {
+                    // Rows past the end repeat the last row: computed, never stored.
+                    *p = a[(r0 + i.min(h - 1)) * lda + k0..].as_ptr();
+                }
+                let c_tile = &mut c[r0 * ldc + j0..];
+                if h == mr && w == nr {
+                    // SAFETY: the tile lies inside C (checked above), rows have kc values,
+                    // the panel block has kc * nr values.
+                    unsafe { (kern.f)(kc, rp.as_ptr(), panel.as_ptr(), c_tile.as_mut_ptr(), ldc, accumulate) };
+                } else {
+                    let mut tmp = [0f32; MR_MAX * NR_MAX];
+                    if accumulate {
+                        for i in 0..h {
+                            tmp[i * nr..i * nr + w].copy_from_slice(&c_tile[i * ldc..i * ldc + w]);
+                        }
+                    }
+                    // SAFETY: tmp holds mr x nr floats with row stride nr.
+                    unsafe { (kern.f)(kc, rp.as_ptr(), panel.as_ptr(), tmp.as_mut_ptr(), nr, accumulate) };
+                    for i in 0..h {
+                        c_tile[i * ldc..i * ldc + w].copy_from_slice(&tmp[i * nr..i * nr + w]);
+                    }
+                }
+                r0 += mr;
+            }
+        }
+        k0 += kc;
+    }
+    let c_block = &mut c[rows.start * ldc + cols.start..];
+    ep.apply_tile(c_block, ldc, rows.start, rows.len(), cols.start, cols.len());
+}
+
+/// Portable 4x16 micro-kernel (plain arrays the compiler vectorizes for the baseline ISA).
+///
+/// # Safety
+/// As for [`KernelFn`] with `mr = 4`, `nr = 16`.
+pub unsafe fn kernel_portable_4x16(
+    kc: usize,
+    a: *const *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    const MR: usize = 4;
+    const NR: usize = 16;
+    let mut acc = [[0f32; NR]; MR];
+    unsafe {
+        let rows = [*a, *a.add(1), *a.add(2), *a.add(3)];
+        for kk in 0..kc {
+            let bv: &[f32; NR] = &*(b.add(kk * NR) as *const [f32; NR]);
+            for r in 0..MR {
+                let av = *rows[r].add(kk);
+                for j in 0..NR {
+                    acc[r][j] += av * bv[j];
+                }
+            }
+        }
+        for (r, acc_row) in acc.iter().enumerate() {
+            let out = std::slice::from_raw_parts_mut(c.add(r * ldc), NR);
+            if accumulate {
+                out.iter_mut().zip(acc_row).for_each(|(o, v)| *o += v);
+            } else {
+                out.copy_from_slice(acc_row);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::epilogue::Activation;
+    use crate::ops::nn::test_util::Rng;
+
+    fn naive(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f64> {
+        let mut c = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k).map(|kk| a[i * k + kk] as f64 * b[kk * n + j] as f64).sum();
+            }
+        }
+        c
+    }
+
+    /// Every kernel this CPU has against an f64 reference, over remainder sizes, with and
+    /// without threads, with a bias + residual + activation epilogue.
+    #[test]
+    fn gemm_matches_reference_on_every_isa() {
+        let mut rng = Rng::new(7);
+        let pool = ThreadPool::new(3).unwrap();
+        let sizes = [(1, 1, 1), (7, 13, 5), (8, 32, 256), (13, 1026, 7), (65, 33, 300), (6, 16, 513), (3, 300, 0)];
+        for isa in Isa::all_supported() {
+            let nr = kernel(isa).nr;
+            for &(m, n, k) in &sizes {
+                let a: Vec<f32> = (0..m * k).map(|_| rng.sym()).collect();
+                let b: Vec<f32> = (0..k * n).map(|_| rng.sym()).collect();
+                let bias: Vec<f32> = (0..m).map(|_| rng.sym()).collect();
+                let res: Vec<f32> = (0..m * n).map(|_| rng.sym()).collect();
+                let want = naive(m, n, k, &a, &b);
+                let mut bp = vec![f32::NAN; packed_b_len(k, n, nr)];
+                pack_b(&b, n, k, n, nr, &mut bp, None);
+                for threaded in [false, true] {
+                    let mut c = vec![f32::NAN; m * n];
+                    let ep = Epilogue {
+                        bias: Some(&bias),
+                        residual: Some(&res),
+                        ld_residual: n,
+                        activation: Activation::Relu,
+                        slope: None,
+                    };
+                    gemm(isa, threaded.then_some(&pool), m, n, k, &a, k, &bp, &mut c, n, &ep);
+                    for i in 0..m * n {
+                        let w = (want[i] + bias[i / n] as f64 + res[i] as f64).max(0.0);
+                        let tol = 1e-4 * (1.0 + w.abs()) + 1e-5 * k as f64;
+                        assert!(
+                            (c[i] as f64 - w).abs() <= tol,
+                            "{isa} m{m} n{n} k{k} threads {threaded} at {i}: {} vs {w}",
+                            c[i]
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
