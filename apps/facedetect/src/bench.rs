@@ -57,7 +57,10 @@ pub fn run_bench(args: &Args, max: usize) -> Result<i32> {
             let p = PathBuf::from(format!("target/bench/1080p30_high_6mbps_{}s.mp4", args.bench_seconds));
             if !p.is_file() {
                 std::fs::create_dir_all("target/bench")?;
-                eprintln!("bench: encoding {} (1080p30 H.264 High, 6 Mbit/s, videotestsrc snow, {frames} frames)...", p.display());
+                eprintln!(
+                    "bench: encoding {} (1080p30 H.264 High, 6 Mbit/s, videotestsrc snow, {frames} frames)...",
+                    p.display()
+                );
                 let spec = ClipSpec {
                     width: 1920,
                     height: 1080,

@@ -181,6 +181,7 @@ fn describe(ev: &StreamEvent, uris: &[String]) -> String {
         StreamEvent::Reconnecting { stream, attempt, delay } => {
             format!("stream {stream} ({}): reconnecting (attempt {attempt}) in {delay:?}", u(stream))
         }
+        StreamEvent::Warning { stream, message } => format!("stream {stream} ({}): WARNING {message}", u(stream)),
         StreamEvent::Eos { stream } => format!("stream {stream} ({}): end of stream", u(stream)),
     }
 }

@@ -78,6 +78,7 @@ pub fn summary_json(stats: &[StreamStats], g: &Gathered, secs: f64) -> serde_jso
                 "fps": s.inferred as f64 / secs.max(1e-9),
                 "reconnects": s.reconnects,
                 "errors": s.errors,
+                "warnings": s.warnings,
             })
         })
         .collect();

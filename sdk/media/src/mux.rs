@@ -61,6 +61,8 @@ pub struct StreamStats {
     pub decoder: Option<String>,
     /// Errors reported by the source, oldest first.
     pub errors: Vec<String>,
+    /// Warnings (the stream went on), oldest first.
+    pub warnings: Vec<String>,
     /// Reconnection attempts of a live source.
     pub reconnects: u32,
     /// The source has finished (end of stream or given up after an error).
@@ -96,6 +98,14 @@ pub enum StreamEvent {
         attempt: u32,
         /// Back-off before the attempt.
         delay: Duration,
+    },
+    /// Something is wrong but the stream goes on (e.g. frames lost to a corrupt bitstream:
+    /// decoders skip damaged data silently, so a time-stamp gap is what gives it away).
+    Warning {
+        /// Stream index.
+        stream: usize,
+        /// The message.
+        message: String,
     },
     /// The stream reached its end.
     Eos {
@@ -218,6 +228,11 @@ impl Mux {
             StreamEvent::Error { stream, message } => {
                 if let Some(q) = s.queues.get_mut(*stream) {
                     q.stats.errors.push(message.clone());
+                }
+            }
+            StreamEvent::Warning { stream, message } => {
+                if let Some(q) = s.queues.get_mut(*stream) {
+                    q.stats.warnings.push(message.clone());
                 }
             }
             StreamEvent::Reconnecting { stream, .. } => {

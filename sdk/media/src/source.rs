@@ -163,7 +163,14 @@ fn run_stream(id: usize, src: &SourceUri, mux: &Mux, cfg: &SourceConfig, stop: &
                 if index > before {
                     attempt = 0; // it worked for a while: start the back-off afresh
                 }
-                if !src.reconnects() || attempt >= cfg.max_retries || stop.load(Ordering::Relaxed) || mux.is_closed() {
+                // A camera element that is not registered will not appear by waiting.
+                let hopeless = matches!((&e, &src.kind), (Error::Unavailable { .. }, SourceKind::Csi { .. }));
+                if hopeless
+                    || !src.reconnects()
+                    || attempt >= cfg.max_retries
+                    || stop.load(Ordering::Relaxed)
+                    || mux.is_closed()
+                {
                     break;
                 }
                 attempt += 1;
@@ -349,6 +356,10 @@ fn pull_loop(
     }
     let mut last = Instant::now();
     let mut letterbox: Option<(gst::Caps, Letterbox)> = None;
+    // Frame period from the source caps, and the last time stamp: a gap of more than 1.5
+    // periods means frames were lost (decoders drop corrupt data without a message).
+    let mut period: Option<Duration> = None;
+    let mut last_pts: Option<Duration> = None;
     loop {
         if let Some(rx) = &events {
             while let Ok(ev) = rx.try_recv() {
@@ -386,9 +397,28 @@ fn pull_loop(
                 cfg.height,
             );
             letterbox = Some((in_caps, lb));
+            let fps = info.fps();
+            period = (fps.numer() > 0 && fps.denom() > 0)
+                .then(|| Duration::from_secs_f64(fps.denom() as f64 / fps.numer() as f64));
         }
         let lb = letterbox.as_ref().map(|(_, l)| *l).ok_or_else(|| pipeline_err(src, "no geometry"))?;
         let (w, h, rgb, pts) = packed_rgb(&sample).map_err(|e| pipeline_err(src, e))?;
+        if let (Some(p), Some(prev), Some(now)) = (period, last_pts, pts)
+            && now > prev + p.mul_f64(1.5)
+        {
+            let missing = ((now - prev).as_secs_f64() / p.as_secs_f64()).round() as u64 - 1;
+            mux.report(StreamEvent::Warning {
+                stream: id,
+                message: format!(
+                    "source `{}`: {missing} frame(s) missing before pts {:.3} s (corrupt or lost data)",
+                    src.uri,
+                    now.as_secs_f64()
+                ),
+            });
+        }
+        if pts.is_some() {
+            last_pts = pts;
+        }
         let full = match full {
             Some(f) => match f.try_pull_sample(gst::ClockTime::from_seconds(5)) {
                 Some(s) => {
