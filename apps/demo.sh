@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# The demo: set-up, release build, then BlazeFace (short range) on the bundled astronaut
-# photo, printing the strongest raw face scores. (The multi-stream face detection app with
-# anchor decoding and NMS replaces this when `apps/facedetect` lands.)
+# The demo: set-up, release build, then facedetect (BlazeFace short range, anchors, weighted
+# NMS) on the bundled clip models/video/faces.mp4 (a real face photo moving across a frame,
+# then a face-free second). Writes one JSON line per frame and annotated snapshots.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/setup.sh
-cargo build --release --locked -p edgert
-input=tests/goldens/blazeface_short/input_0.npy   # astronaut.png, 128x128, RGB in [-1,1], NCHW
+cargo build --release --locked -p facedetect
 out=target/demo
-./target/release/edgert inspect models/blazeface_short.onnx
-./target/release/edgert run models/blazeface_short.onnx --input "input=$input" --output-dir "$out" --summary --top 5
-echo "outputs written to $out/ (scores are raw logits per anchor; sigmoid > 0.5 means a face)"
+rm -rf "$out/snapshots"
+mkdir -p "$out"
+./target/release/facedetect file://models/video/faces.mp4 \
+  --snapshots "$out/snapshots" --snapshot-every 10 \
+  --output "$out/faces.jsonl" --summary-json "$out/summary.json" --status
+frames=$(wc -l < "$out/faces.jsonl")
+with_faces=$(grep -c '"box"' "$out/faces.jsonl" || true)
+echo "demo: $frames frames processed, $with_faces with a face (the clip has faces in frames 0-44, none in 45-59)"
+echo "demo: JSON lines in $out/faces.jsonl, e.g.:"
+head -1 "$out/faces.jsonl"
+echo "demo: annotated snapshots:"
+ls "$out/snapshots"
