@@ -12,6 +12,7 @@ pub unsafe fn kernel_neon_8x8(
     kc: usize,
     a: *const *const f32,
     b: *const f32,
+    ldb: usize,
     c: *mut f32,
     ldc: usize,
     accumulate: bool,
