@@ -55,15 +55,23 @@ impl Op for If {
                 taken.infer(&[], inputs)
             }
             None => {
-                let t = self.then_branch.infer(&[], inputs).map_err(|e| branch_err("then_branch", e))?;
-                let e = self.else_branch.infer(&[], inputs).map_err(|e| branch_err("else_branch", e))?;
-                if t != e {
-                    return Err(Error::Invalid(format!(
+                // With a run-time condition both branches are planned. A branch that can't run
+                // with these shapes (Silero VAD's 8 kHz branch fed 16 kHz chunks) would fail
+                // at run time in any runtime: plan with the other, and fail if it is taken.
+                let t = self.then_branch.infer(&[], inputs).map_err(|e| branch_err("then_branch", e));
+                let e = self.else_branch.infer(&[], inputs).map_err(|e| branch_err("else_branch", e));
+                match (t, e) {
+                    (Ok(t), Ok(e)) if t != e => Err(Error::Invalid(format!(
                         "the branches give different output types (then: {t:?}, else: {e:?}) and the \
                          condition is only known at run time: freeze the input that decides it"
-                    )));
+                    ))),
+                    (Ok(t), Ok(_)) => Ok(t),
+                    (Ok(t), Err(e)) | (Err(e), Ok(t)) => {
+                        log::info!("If: planning with one branch only; the other can't run here: {e}");
+                        Ok(t)
+                    }
+                    (Err(t), Err(_)) => Err(t),
                 }
-                Ok(t)
             }
         }
     }
