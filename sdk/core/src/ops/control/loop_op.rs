@@ -118,6 +118,73 @@ impl Loop {
     }
 }
 
+impl Loop {
+    /// Output types found by running the whole loop with the reference executor, when every
+    /// input is known; `None` otherwise.
+    fn reference_types(&self, inputs: &[Option<InferInput>]) -> Result<Option<Vec<TypeShape>>> {
+        let n = self.n_carried;
+        let sub = self.body.subgraph();
+        let g = &sub.graph;
+        if inputs.iter().flatten().any(|i| i.value.is_none()) {
+            return Ok(None);
+        }
+        let value = |i: usize| optional(inputs, i).and_then(|v| v.value);
+        let trip = match value(0) {
+            Some(t) => t.view().to_i64_vec()?.first().copied().unwrap_or(0).max(0) as usize,
+            None => usize::MAX,
+        };
+        let mut cond = match value(1) {
+            Some(c) => truthy(&c.view())?,
+            None => true,
+        };
+        let mut feeds: HashMap<String, Tensor> = HashMap::new();
+        for (k, &ni) in self.body.capture_inputs().iter().enumerate() {
+            let t = value(ni).ok_or_else(|| Error::Invalid(format!("captured input #{ni} is missing")))?;
+            feeds.insert(g.values[g.inputs[sub.formal_inputs + k]].name.clone(), t.clone());
+        }
+        let mut carried = Vec::with_capacity(n);
+        for j in 0..n {
+            carried.push(value(2 + j).ok_or_else(|| Error::Invalid(format!("carried input #{j} is missing")))?.clone());
+        }
+        let mut scan: Vec<Option<TypeShape>> = vec![None; self.n_scan()];
+        let mut it = 0usize;
+        while it < trip && cond {
+            if it >= MAX_PLANNED_ITERATIONS {
+                return Err(Error::Invalid(format!("the loop runs more than {MAX_PLANNED_ITERATIONS} iterations")));
+            }
+            feeds.insert(g.values[g.inputs[0]].name.clone(), Tensor::from_i64(&[], vec![it as i64])?);
+            feeds.insert(g.values[g.inputs[1]].name.clone(), Tensor::new(vec![], TensorData::Bool(vec![cond]))?);
+            for (j, c) in carried.iter().enumerate() {
+                feeds.insert(g.values[g.inputs[2 + j]].name.clone(), c.clone());
+            }
+            let mut outs = g.run_reference(&feeds)?.into_iter();
+            cond = truthy(&outs.next().ok_or_else(|| Error::Invalid("no condition output".into()))?.view())?;
+            carried = outs.by_ref().take(n).collect();
+            for (k, o) in outs.enumerate() {
+                let t = TypeShape::new(o.dtype(), o.shape().to_vec());
+                match &scan[k] {
+                    Some(prev) if *prev != t => {
+                        return Err(Error::Invalid(format!(
+                            "scan output #{k} changes type across iterations ({prev:?}, then {t:?})"
+                        )));
+                    }
+                    _ => scan[k] = Some(t),
+                }
+            }
+            it += 1;
+        }
+        let mut types: Vec<TypeShape> = carried.iter().map(|c| TypeShape::new(c.dtype(), c.shape().to_vec())).collect();
+        for (k, s) in scan.into_iter().enumerate() {
+            // With no iteration, a scan output's per-iteration shape is unknown: plan [0].
+            let s = s.unwrap_or(TypeShape::new(g.values[g.outputs[1 + n + k]].dtype.unwrap_or(DType::F32), vec![]));
+            let mut shape = vec![it];
+            shape.extend_from_slice(&s.shape);
+            types.push(TypeShape::new(s.dtype, shape));
+        }
+        Ok(Some(types))
+    }
+}
+
 impl Op for Loop {
     fn op_type(&self) -> &'static str {
         "Loop"
@@ -155,7 +222,12 @@ impl Op for Loop {
             let v = optional(inputs, 2 + j).ok_or_else(|| Error::Invalid(format!("carried input #{j} is missing")))?;
             formal.push((TypeShape::new(v.dtype, v.shape.to_vec()), None));
         }
-        let outs = self.body.infer(&formal, inputs)?;
+        let outs = match self.body.infer(&formal, inputs) {
+            Ok(o) => o,
+            // A body with data-dependent shapes can't be planned; when every input is known
+            // (constant folding, the reference executor) run the loop to learn its types.
+            Err(e) => return self.reference_types(inputs)?.ok_or(e),
+        };
         if outs[0].dtype != DType::Bool || outs[0].shape.iter().product::<usize>() != 1 {
             return Err(Error::Invalid(format!("the body's condition output is {:?}, not one bool", outs[0])));
         }
