@@ -46,3 +46,6 @@ pub fn subgraph_attr(attrs: &Attrs, name: &str) -> Result<Subgraph> {
         None => Err(Error::Invalid(format!("missing graph attribute `{name}`"))),
     }
 }
+
+#[cfg(test)]
+mod tests;
