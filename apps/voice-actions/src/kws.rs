@@ -129,6 +129,24 @@ impl Detector {
         self.heads.iter().map(|h| h.spec.keyword.as_str()).collect()
     }
 
+    /// Sets a keyword's threshold; false if no head has that keyword.
+    pub fn set_threshold(&mut self, keyword: &str, threshold: f32) -> bool {
+        match self.heads.iter_mut().find(|h| h.spec.keyword == keyword) {
+            Some(h) => {
+                h.spec.threshold = threshold;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// RMS level of the current audio window in dBFS.
+    pub fn level_db(&self) -> f32 {
+        let tail = &self.audio[EMB_WINDOW - HOP..];
+        let ms = tail.iter().map(|v| v * v).sum::<f32>() / HOP as f32;
+        10.0 * (ms + 1e-10).log10()
+    }
+
     /// Scores of the last step, in head order.
     pub fn scores(&self) -> &[f32] {
         &self.scores

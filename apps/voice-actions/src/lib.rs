@@ -9,6 +9,7 @@
 //! one run per head; the window of embeddings is never recomputed. Both engines run in
 //! contexts planned once, so a step allocates nothing.
 
+pub mod actions;
 pub mod kws;
 
 pub use kws::{Detection, Detector, HeadSpec, Heads};

@@ -103,8 +103,9 @@ fn say(text: &str, voice: &str) -> Option<Vec<f32>> {
 #[test]
 fn keywords_fire_on_held_out_voices_and_negatives_do_not() {
     // Voices from models/kws/train.py's held-out set (never used in training).
-    let voices = ["en-us-nyc+m6", "en-gb-x-gbcwmd+f4", "en-gb-x-gbclan+klatt2"];
-    let negatives = ["good morning", "turn it off", "the record store", "what time is it"];
+    // Two voices keep the test near a minute with the reference kernels (RTF ~2 on one core).
+    let voices = ["en-us-nyc+m6", "en-gb-x-gbcwmd+f4"];
+    let negatives = ["good morning", "turn it off", "the record store"];
     if say("test", voices[0]).is_none() {
         println!("skipped: no espeak-ng");
         return;
@@ -124,7 +125,10 @@ fn keywords_fire_on_held_out_voices_and_negatives_do_not() {
             if found.iter().any(|d| &d.keyword == k) {
                 hits += 1;
             }
-            false_accepts += found.iter().filter(|d| &d.keyword != k).count();
+            for d in found.iter().filter(|d| &d.keyword != k) {
+                println!("false accept: `{}` ({:.2}) on `{k}` ({v})", d.keyword, d.score);
+                false_accepts += 1;
+            }
             double += found.iter().filter(|d| &d.keyword == k).count().saturating_sub(1);
         }
         for n in negatives {
@@ -133,7 +137,10 @@ fn keywords_fire_on_held_out_voices_and_negatives_do_not() {
             for part in [&silence[..8000], &u[..], &silence[..]] {
                 det.push(part, |_, d| found.extend(d)).unwrap();
             }
-            false_accepts += found.len();
+            for d in &found {
+                println!("false accept: `{}` ({:.2}) on `{n}` ({v})", d.keyword, d.score);
+                false_accepts += 1;
+            }
         }
     }
     println!(
