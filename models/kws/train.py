@@ -173,6 +173,11 @@ def make_set(sess, vlist, per_phrase, rng, tmp, label):
             u = synth(k, v, int(rng.uniform(120, 200)), int(rng.uniform(25, 75)), tmp)
             clips.append(augment(place(u, rng, end_gap=int(rng.uniform(0.6, 1.0) * SR)), rng))
             labels.append(-1)
+            # ... or are only partly said so far ("lights" of "lights off"): a streaming
+            # detector sees these windows just before the keyword ends.
+            u = synth(k, vlist[rng.integers(len(vlist))], int(rng.uniform(120, 200)), int(rng.uniform(25, 75)), tmp)
+            clips.append(augment(place(u[: int(len(u) * rng.uniform(0.35, 0.75))], rng), rng))
+            labels.append(-1)
     print(f"{label}: {len(clips)} clips synthesized in {time.time() - t0:.0f} s", flush=True)
     return embed(sess, clips), np.array(labels)
 
@@ -292,7 +297,7 @@ def main():
         fh.write(f"* Held-out voices ({len(voices(ACCENTS_HELD, VARIANTS_HELD))}), never used in training: accents {ACCENTS_HELD} x variants {VARIANTS_HELD}\n")
         fh.write(f"* Speeds 120-200 wpm, pitch 25-75; reverb (RT60 0.15-0.6 s) on half; white/pink noise at 5-30 dB SNR on 80%; level 0.1-0.9\n")
         fh.write(f"* Negatives: {len(NEGATIVES)} other phrases (some sharing words with the keywords), the other keywords, "
-                 "keywords that ended 0.6-1 s earlier, silence, noise, tone chords\n")
+                 "keywords that ended 0.6-1 s earlier, keywords cut off after 35-75% of their length, silence, noise, tone chords\n")
         fh.write(f"* Window: {W} embeddings ({CLIP} samples); threshold {args.threshold}\n\n")
         fh.write("Clip-level results (one window per clip, keyword ending 0-240 ms before its end):\n\n")
         fh.write("| keyword | train +/- | held-out +/- | train acc | held-out acc | held-out false rejects | held-out false accepts |\n|---|---|---|---|---|---|---|\n")
