@@ -84,6 +84,15 @@ pub struct Detector {
     scores: Vec<f32>,
     /// No second trigger of one keyword within this many ms.
     pub refractory_ms: u64,
+    /// Steps a decision waits after the first keyword crosses its threshold, keeping each
+    /// head's peak: similar keywords ("lights on" while "lights off" is being said) cross
+    /// first, the one said peaks higher. Adds this many × 80 ms of latency.
+    pub decision_steps: usize,
+    /// Peak score per head in the open decision, and steps left (0: none open).
+    peaks: Vec<f32>,
+    deciding: usize,
+    /// Peak score of the head that fired last.
+    fired_score: f32,
 }
 
 fn plan_engine(model: &Path, shapes: &[(&str, Vec<usize>)]) -> Result<Context> {
@@ -121,6 +130,10 @@ impl Detector {
             samples: 0,
             scores: vec![0.0; n],
             refractory_ms: 1500,
+            decision_steps: 2,
+            peaks: vec![0.0; n],
+            deciding: 0,
+            fired_score: 0.0,
         })
     }
 
@@ -170,7 +183,8 @@ impl Detector {
                 match fired {
                     Some(i) => {
                         let h = &self.heads[i];
-                        let d = Detection { keyword: h.spec.keyword.clone(), score: self.scores[i], t_ms: self.t_ms() };
+                        let d =
+                            Detection { keyword: h.spec.keyword.clone(), score: self.fired_score, t_ms: self.t_ms() };
                         on_step(self, Some(d));
                     }
                     None => on_step(self, None),
@@ -185,8 +199,9 @@ impl Detector {
         self.samples * 1000 / edgert_audio::SAMPLE_RATE as u64
     }
 
-    /// One 80 ms step: new embedding, every head. Returns the head that fired, if any (the
-    /// highest score among those over threshold and out of their refractory period).
+    /// One 80 ms step: new embedding, every head. Returns the head that fired, if any: once a
+    /// head out of its refractory period crosses its threshold, `decision_steps` more steps
+    /// run and the head with the highest peak fires.
     fn step(&mut self) -> Result<Option<usize>> {
         self.audio.copy_within(HOP.., 0);
         self.audio[EMB_WINDOW - HOP..].copy_from_slice(&self.pending);
@@ -202,7 +217,7 @@ impl Detector {
         let w = self.window;
         self.embeddings[(w - 1) * EMB_DIM..].copy_from_slice(&e[..EMB_DIM]);
         let now = self.t_ms();
-        let mut best: Option<usize> = None;
+        let mut crossed = false;
         for (i, h) in self.heads.iter_mut().enumerate() {
             {
                 let mut inp = h.ctx.input_mut("embeddings")?;
@@ -212,12 +227,35 @@ impl Detector {
             let s = h.ctx.output_ref(0)?.as_f32()?[0];
             self.scores[i] = s;
             let ready = h.last_fire.is_none_or(|t| now.saturating_sub(t) >= self.refractory_ms);
-            if s >= h.spec.threshold && ready && best.is_none_or(|b| s > self.scores[b]) {
+            if s >= h.spec.threshold && ready {
+                crossed = true;
+                self.peaks[i] = self.peaks[i].max(s);
+            }
+        }
+        if self.deciding == 0 {
+            if !crossed {
+                return Ok(None);
+            }
+            self.deciding = self.decision_steps + 1;
+        }
+        self.deciding -= 1;
+        if self.deciding > 0 {
+            return Ok(None);
+        }
+        // Decide: the head with the highest peak fires; every head that crossed is then in
+        // its refractory period (one utterance, one trigger).
+        let mut best: Option<usize> = None;
+        for (i, &p) in self.peaks.iter().enumerate() {
+            if p > 0.0 && best.is_none_or(|b| p > self.peaks[b]) {
                 best = Some(i);
             }
         }
-        if let Some(b) = best {
-            self.heads[b].last_fire = Some(now);
+        self.fired_score = best.map_or(0.0, |b| self.peaks[b]);
+        for (i, p) in self.peaks.iter_mut().enumerate() {
+            if *p > 0.0 {
+                self.heads[i].last_fire = Some(now);
+            }
+            *p = 0.0;
         }
         Ok(best)
     }
