@@ -55,6 +55,19 @@ def cases():
         {"input": chunks, "h": zeros, "c": zeros},
         "8 chunks of 576 samples of synthetic audio (seed 1), zero state",
     )
+    # The Silero VAD variants that use If (and the If-free OpenVINO one): one 576-sample
+    # chunk (512 new + 64 context) at 16 kHz with a non-zero state.
+    chunk = audio(576, 5)[None]
+    state = (0.1 * np.random.default_rng(6).standard_normal((2, 1, 128))).astype(np.float32)
+    sr = np.array(16000, np.int64)
+    for variant, feeds in [
+        ("silero_vad", {"input": chunk, "state": state, "sr": sr}),
+        ("silero_vad_16k_op15", {"input": chunk, "state": state, "sr": sr}),
+        ("silero_vad_half", {"input": chunk, "state": state}),
+        ("silero_vad_op18_ifless", {"input": chunk, "sr": sr, "state": state}),
+        ("silero_vad_openvino_16k", {"input": chunk, "state": state}),
+    ]:
+        yield variant, f"models/{variant}.onnx", feeds, "one 576-sample chunk of synthetic audio (seed 5), state N(0,0.1) (seed 6), 16 kHz"
     n = 12400 + 1280 * 12
     yield (
         "speech_embedding",

@@ -106,3 +106,24 @@ fn other_versions_and_targets_are_named() {
     // The unmodified file still loads: the checks above are about the changes.
     assert!(Engine::from_bytes(&bytes).is_ok());
 }
+
+#[test]
+fn round_trip_keeps_control_flow_subgraphs() {
+    // speech_embedding (Loop with outer-scope values) and Silero VAD (nested If): the
+    // subgraphs, their constants and their captures survive the file, and run the same.
+    for case in ["speech_embedding", "silero_vad"] {
+        let g = common::load_golden(case);
+        let engine = Engine::build(onnx::load_model(&g.model).expect("model"), Some(&g.input_shapes())).expect("build");
+        let bytes = engine.to_bytes().expect("serialize");
+        let loaded = Engine::from_bytes(&bytes).expect("load");
+        let a = run(Arc::new(engine), &g);
+        let b = run(Arc::new(loaded), &g);
+        assert_eq!(a, b, "{case}: outputs after save/load differ");
+        // And they are onnxruntime's outputs (within the f32 tolerance).
+        for (got, (name, want)) in b.iter().zip(&g.outputs) {
+            let m = edgert_core::compare::mismatch(got, want, edgert_core::compare::Tolerance::F32);
+            assert!(m.is_none(), "{case} output `{name}` after a round trip: {m:?}");
+        }
+        println!("{case}: {} byte engine round-trips", bytes.len());
+    }
+}

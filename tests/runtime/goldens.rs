@@ -12,8 +12,7 @@ use edgert_core::{Context, Engine, onnx};
 
 /// Cases that need something the runtime does not have yet, with the reason. Listed here so
 /// the test prints them rather than skipping silently.
-const PENDING: &[(&str, &str)] =
-    &[("speech_embedding", "its mel front end runs inside a `Loop` (control flow: voice issue)")];
+const PENDING: &[(&str, &str)] = &[];
 
 #[test]
 fn real_models_match_onnxruntime() {

@@ -45,7 +45,8 @@ fn steady_state_run_allocates_nothing() {
     COUNTING.store(false, Ordering::SeqCst);
     drop(v);
     assert!(ALLOCS.load(Ordering::SeqCst) >= 1, "the counting allocator does not count");
-    let cases = ["blazeface_short", "silero_vad_16k_sequence"];
+    // speech_embedding runs a Loop and silero_vad nested Ifs: their bodies run in pooled contexts.
+    let cases = ["blazeface_short", "silero_vad_16k_sequence", "speech_embedding", "silero_vad"];
     // With one thread and with a pool (its workers' allocations count too: the counter is
     // process-wide).
     for (case, threads) in cases.iter().flat_map(|c| [(*c, 1usize), (*c, 3)]) {

@@ -8,8 +8,9 @@
 #[rustfmt::skip]
 mod proto;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use half::f16;
 use prost::Message;
@@ -23,6 +24,7 @@ pub mod proto_types {
 
 use crate::error::{Error, Result};
 use crate::graph::{Dim, Graph, ValueId};
+use crate::ops::control::Subgraph;
 use crate::ops::{Attr, Attrs};
 use crate::tensor::{DType, Tensor, TensorData};
 
@@ -75,9 +77,28 @@ pub fn import_proto(model: &ModelProto, dir: Option<&Path>) -> Result<Graph> {
         log::warn!("model uses opset {opset}; edgert is tested up to opset {MAX_TESTED_OPSET}");
     }
     let g = model.graph.as_ref().ok_or_else(|| Error::Import("model has no graph".into()))?;
+    let (graph, _, captures) = import_graph(g, model, dir, opset, None)?;
+    if let Some(c) = captures.first() {
+        return Err(Error::Import(format!("the graph reads `{c}`, which nothing defines")));
+    }
+    graph.validate().map_err(|e| Error::Import(e.to_string()))?;
+    Ok(graph)
+}
+
+/// Imports one graph: the model's main graph (`outer` is `None`) or a subgraph (If branch,
+/// Loop body) that may read the values named in `outer`. Returns the graph, its number of
+/// formal inputs, and the outer values it reads (captures), which become extra inputs of
+/// the graph after the formal ones (see `ops::control`).
+fn import_graph(
+    g: &proto::GraphProto,
+    model: &ModelProto,
+    dir: Option<&Path>,
+    opset: i64,
+    outer: Option<&HashSet<String>>,
+) -> Result<(Graph, usize, Vec<String>)> {
     let mut graph = Graph { opset, ..Graph::default() };
     let mut by_name: HashMap<String, ValueId> = HashMap::new();
-
+    let mut captures: Vec<String> = Vec::new();
     for init in &g.initializer {
         let name = init.name.clone().unwrap_or_default();
         let t = tensor_from_proto(init, dir).map_err(|e| Error::Import(format!("initializer `{name}`: {e}")))?;
@@ -102,6 +123,7 @@ pub fn import_proto(model: &ModelProto, dir: Option<&Path>) -> Result<Graph> {
         graph.inputs.push(id);
         by_name.insert(name, id);
     }
+    let formal_inputs = graph.inputs.len();
     let mut declared: HashMap<String, (Option<DType>, Option<Vec<Dim>>)> = HashMap::new();
     for vi in g.value_info.iter().chain(&g.output) {
         if let Ok(t) = value_type(vi) {
@@ -137,7 +159,7 @@ pub fn import_proto(model: &ModelProto, dir: Option<&Path>) -> Result<Graph> {
                 inputs.push(None);
                 continue;
             }
-            let id = by_name.get(inp).copied().ok_or_else(|| {
+            let id = resolve(&mut graph, &mut by_name, &mut captures, outer, inp).ok_or_else(|| {
                 Error::Import(format!(
                     "node #{index} `{name}` ({op_type}) reads `{inp}`, which is not a graph input, \
                      an initializer or an earlier node's output"
@@ -146,14 +168,55 @@ pub fn import_proto(model: &ModelProto, dir: Option<&Path>) -> Result<Graph> {
             inputs.push(Some(id));
         }
         let mut attrs = Attrs::new();
+        let mut node_captures: Vec<String> = Vec::new();
         for a in &node.attribute {
             let aname = a.name.clone().unwrap_or_default();
+            if let Some(sub) =
+                a.g.as_ref().filter(|_| a.r#type == Some(proto::attribute_proto::AttributeType::Graph as i32))
+            {
+                // Everything visible here is visible in the subgraph.
+                let mut visible: HashSet<String> = outer.cloned().unwrap_or_default();
+                visible.extend(by_name.keys().cloned());
+                let (sg, formal_inputs, caps) =
+                    import_graph(sub, model, dir, opset, Some(&visible)).map_err(|e| Error::Node {
+                        node: name.clone(),
+                        op_type: op_type.clone(),
+                        message: format!("subgraph `{aname}`: {e}"),
+                    })?;
+                sg.validate().map_err(|e| Error::Node {
+                    node: name.clone(),
+                    op_type: op_type.clone(),
+                    message: format!("subgraph `{aname}`: {e}"),
+                })?;
+                for c in caps {
+                    if !node_captures.contains(&c) {
+                        node_captures.push(c);
+                    }
+                }
+                attrs.insert(&aname, Attr::Graph(Subgraph { graph: Arc::new(sg), formal_inputs }));
+                continue;
+            }
             let v = attr_from_proto(a, dir).map_err(|e| Error::Node {
                 node: name.clone(),
                 op_type: op_type.clone(),
                 message: format!("attribute `{aname}`: {e}"),
             })?;
             attrs.insert(&aname, v);
+        }
+        // The outer values the node's subgraphs read become its extra inputs.
+        for c in &node_captures {
+            let id = resolve(&mut graph, &mut by_name, &mut captures, outer, c).ok_or_else(|| {
+                Error::Import(format!(
+                    "node #{index} `{name}` ({op_type}): a subgraph reads `{c}`, which nothing defines"
+                ))
+            })?;
+            inputs.push(Some(id));
+        }
+        if !node_captures.is_empty() {
+            attrs.insert(
+                crate::ops::control::CAPTURES_ATTR,
+                Attr::Strings(node_captures.iter().map(|c| c.as_bytes().to_vec()).collect()),
+            );
         }
         let mut outputs = Vec::with_capacity(node.output.len());
         for out in &node.output {
@@ -185,14 +248,32 @@ pub fn import_proto(model: &ModelProto, dir: Option<&Path>) -> Result<Graph> {
     }
     for vi in &g.output {
         let name = vi.name.clone().unwrap_or_default();
-        let id = by_name
-            .get(&name)
-            .copied()
+        let id = resolve(&mut graph, &mut by_name, &mut captures, outer, &name)
             .ok_or_else(|| Error::Import(format!("graph output `{name}` is never produced")))?;
         graph.outputs.push(id);
     }
-    graph.validate().map_err(|e| Error::Import(e.to_string()))?;
-    Ok(graph)
+    Ok((graph, formal_inputs, captures))
+}
+
+/// A value by name: local, or captured from the outer scope (added as an input).
+fn resolve(
+    graph: &mut Graph,
+    by_name: &mut HashMap<String, ValueId>,
+    captures: &mut Vec<String>,
+    outer: Option<&HashSet<String>>,
+    name: &str,
+) -> Option<ValueId> {
+    if let Some(&id) = by_name.get(name) {
+        return Some(id);
+    }
+    if !outer.is_some_and(|o| o.contains(name)) {
+        return None;
+    }
+    let id = graph.add_value(name, None, None);
+    graph.inputs.push(id);
+    by_name.insert(name.to_string(), id);
+    captures.push(name.to_string());
+    Some(id)
 }
 
 fn value_type(vi: &proto::ValueInfoProto) -> Result<(Option<DType>, Option<Vec<Dim>>)> {

@@ -24,6 +24,8 @@ pub enum Attr {
     Ints(Vec<i64>),
     /// `strings`.
     Strings(Vec<Vec<u8>>),
+    /// `graph`: an If branch or Loop body (with the outer values it reads as inputs).
+    Graph(super::control::Subgraph),
 }
 
 /// A node's attributes by name.

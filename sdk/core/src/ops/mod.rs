@@ -8,6 +8,7 @@
 
 pub mod attrs;
 pub mod broadcast;
+pub mod control;
 pub mod elementwise;
 pub mod fused;
 pub mod linalg;
@@ -106,6 +107,7 @@ pub fn build_op(op_type: &str, attrs: &Attrs, opset: i64) -> Option<Result<Box<d
         .or_else(|| linalg::build(op_type, attrs, opset))
         .or_else(|| rnn::build(op_type, attrs, opset))
         .or_else(|| fused::build(op_type, attrs, opset))
+        .or_else(|| control::build(op_type, attrs, opset))
 }
 
 /// All op types `build_op` knows, sorted (for `edgert inspect --ops` and error hints).
@@ -117,6 +119,7 @@ pub fn supported_ops() -> Vec<&'static str> {
         .chain(reduce::OP_TYPES)
         .chain(linalg::OP_TYPES)
         .chain(rnn::OP_TYPES)
+        .chain(control::OP_TYPES)
         .copied()
         .collect();
     v.sort_unstable();

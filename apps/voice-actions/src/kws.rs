@@ -1,0 +1,262 @@
+//! The streaming keyword detector.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, bail};
+use edgert_core::{Context, Engine, onnx};
+use serde::{Deserialize, Serialize};
+
+/// Samples per embedding step (80 ms at 16 kHz).
+pub const HOP: usize = 1280;
+/// Samples the speech embedding needs for one embedding (775 ms).
+pub const EMB_WINDOW: usize = 12_400;
+/// Embedding width.
+pub const EMB_DIM: usize = 96;
+
+/// One keyword head as listed in `heads.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HeadSpec {
+    /// The keyword ("lights on").
+    pub keyword: String,
+    /// ONNX file, relative to the heads file.
+    pub file: String,
+    /// Score at or above which the keyword fires.
+    pub threshold: f32,
+    /// Embeddings the head looks at.
+    pub window: usize,
+}
+
+/// `heads.json`: the embedding model and the heads.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Heads {
+    /// Path of the speech embedding model, relative to the repository root (informative).
+    pub embedding_model: String,
+    /// Common window of the heads.
+    pub window: usize,
+    /// The heads.
+    pub heads: Vec<HeadSpec>,
+}
+
+impl Heads {
+    /// Reads a heads file.
+    pub fn load(path: &Path) -> Result<(Heads, PathBuf)> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let h: Heads = serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok((h, dir))
+    }
+}
+
+/// A keyword detection.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Detection {
+    /// The keyword.
+    pub keyword: String,
+    /// Its score (0..1).
+    pub score: f32,
+    /// Time of the end of the chunk that fired, in ms from the start of the stream.
+    pub t_ms: u64,
+}
+
+struct Head {
+    spec: HeadSpec,
+    ctx: Context,
+    last_fire: Option<u64>,
+}
+
+/// Streaming detector: push samples, get detections.
+pub struct Detector {
+    emb: Context,
+    emb_input: String,
+    heads: Vec<Head>,
+    /// The last EMB_WINDOW samples.
+    audio: Vec<f32>,
+    /// New samples not yet consumed by a step (< HOP).
+    pending: Vec<f32>,
+    /// The last `window` embeddings, oldest first, flattened.
+    embeddings: Vec<f32>,
+    window: usize,
+    /// Samples consumed so far.
+    samples: u64,
+    /// Scores of the last step, per head.
+    scores: Vec<f32>,
+    /// No second trigger of one keyword within this many ms.
+    pub refractory_ms: u64,
+    /// Steps a decision waits after the first keyword crosses its threshold, keeping each
+    /// head's peak: similar keywords ("lights on" while "lights off" is being said) cross
+    /// first, the one said peaks higher. Adds this many × 80 ms of latency.
+    pub decision_steps: usize,
+    /// Peak score per head in the open decision, and steps left (0: none open).
+    peaks: Vec<f32>,
+    deciding: usize,
+    /// Peak score of the head that fired last.
+    fired_score: f32,
+}
+
+fn plan_engine(model: &Path, shapes: &[(&str, Vec<usize>)]) -> Result<Context> {
+    let graph = onnx::load_model(model).with_context(|| format!("loading {}", model.display()))?;
+    let shapes: HashMap<String, Vec<usize>> = shapes.iter().map(|(n, s)| (n.to_string(), s.clone())).collect();
+    let engine = Arc::new(Engine::build(graph, Some(&shapes))?);
+    Ok(Context::new(engine, &shapes)?)
+}
+
+impl Detector {
+    /// Loads the embedding model and the heads listed in `heads_file`.
+    pub fn new(embedding_model: &Path, heads_file: &Path) -> Result<Detector> {
+        let (spec, dir) = Heads::load(heads_file)?;
+        let emb = plan_engine(embedding_model, &[("samples:0", vec![1, EMB_WINDOW])])?;
+        let emb_input = "samples:0".to_string();
+        let window = spec.window;
+        let mut heads = Vec::new();
+        for h in &spec.heads {
+            if h.window != window {
+                bail!("head `{}` has window {}, the heads file says {}", h.keyword, h.window, window);
+            }
+            let ctx = plan_engine(&dir.join(&h.file), &[("embeddings", vec![1, window, EMB_DIM])])
+                .with_context(|| format!("head `{}`", h.keyword))?;
+            heads.push(Head { spec: h.clone(), ctx, last_fire: None });
+        }
+        let n = heads.len();
+        Ok(Detector {
+            emb,
+            emb_input,
+            heads,
+            audio: vec![0.0; EMB_WINDOW],
+            pending: Vec::with_capacity(HOP),
+            embeddings: vec![0.0; window * EMB_DIM],
+            window,
+            samples: 0,
+            scores: vec![0.0; n],
+            refractory_ms: 1500,
+            decision_steps: 2,
+            peaks: vec![0.0; n],
+            deciding: 0,
+            fired_score: 0.0,
+        })
+    }
+
+    /// The keywords, in head order.
+    pub fn keywords(&self) -> Vec<&str> {
+        self.heads.iter().map(|h| h.spec.keyword.as_str()).collect()
+    }
+
+    /// Sets a keyword's threshold; false if no head has that keyword.
+    pub fn set_threshold(&mut self, keyword: &str, threshold: f32) -> bool {
+        match self.heads.iter_mut().find(|h| h.spec.keyword == keyword) {
+            Some(h) => {
+                h.spec.threshold = threshold;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// RMS level of the current audio window in dBFS.
+    pub fn level_db(&self) -> f32 {
+        let tail = &self.audio[EMB_WINDOW - HOP..];
+        let ms = tail.iter().map(|v| v * v).sum::<f32>() / HOP as f32;
+        10.0 * (ms + 1e-10).log10()
+    }
+
+    /// Scores of the last step, in head order.
+    pub fn scores(&self) -> &[f32] {
+        &self.scores
+    }
+
+    /// The embedding window (oldest first), `window × 96`.
+    pub fn embeddings(&self) -> &[f32] {
+        &self.embeddings
+    }
+
+    /// Feeds samples; calls `on_step` after every 80 ms step (with the detections of that
+    /// step, usually none). Allocates nothing in steady state.
+    pub fn push(&mut self, mut x: &[f32], mut on_step: impl FnMut(&Detector, Option<Detection>)) -> Result<()> {
+        while !x.is_empty() {
+            let take = (HOP - self.pending.len()).min(x.len());
+            self.pending.extend_from_slice(&x[..take]);
+            x = &x[take..];
+            if self.pending.len() == HOP {
+                let fired = self.step()?;
+                self.pending.clear();
+                match fired {
+                    Some(i) => {
+                        let h = &self.heads[i];
+                        let d =
+                            Detection { keyword: h.spec.keyword.clone(), score: self.fired_score, t_ms: self.t_ms() };
+                        on_step(self, Some(d));
+                    }
+                    None => on_step(self, None),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Milliseconds of audio consumed.
+    pub fn t_ms(&self) -> u64 {
+        self.samples * 1000 / edgert_audio::SAMPLE_RATE as u64
+    }
+
+    /// One 80 ms step: new embedding, every head. Returns the head that fired, if any: once a
+    /// head out of its refractory period crosses its threshold, `decision_steps` more steps
+    /// run and the head with the highest peak fires.
+    fn step(&mut self) -> Result<Option<usize>> {
+        self.audio.copy_within(HOP.., 0);
+        self.audio[EMB_WINDOW - HOP..].copy_from_slice(&self.pending);
+        self.samples += HOP as u64;
+        {
+            let mut inp = self.emb.input_mut(&self.emb_input)?;
+            inp.as_f32_mut()?.copy_from_slice(&self.audio);
+        }
+        self.emb.run()?;
+        let out = self.emb.output_ref(0)?;
+        let e = out.as_f32()?;
+        self.embeddings.copy_within(EMB_DIM.., 0);
+        let w = self.window;
+        self.embeddings[(w - 1) * EMB_DIM..].copy_from_slice(&e[..EMB_DIM]);
+        let now = self.t_ms();
+        let mut crossed = false;
+        for (i, h) in self.heads.iter_mut().enumerate() {
+            {
+                let mut inp = h.ctx.input_mut("embeddings")?;
+                inp.as_f32_mut()?.copy_from_slice(&self.embeddings);
+            }
+            h.ctx.run()?;
+            let s = h.ctx.output_ref(0)?.as_f32()?[0];
+            self.scores[i] = s;
+            let ready = h.last_fire.is_none_or(|t| now.saturating_sub(t) >= self.refractory_ms);
+            if s >= h.spec.threshold && ready {
+                crossed = true;
+                self.peaks[i] = self.peaks[i].max(s);
+            }
+        }
+        if self.deciding == 0 {
+            if !crossed {
+                return Ok(None);
+            }
+            self.deciding = self.decision_steps + 1;
+        }
+        self.deciding -= 1;
+        if self.deciding > 0 {
+            return Ok(None);
+        }
+        // Decide: the head with the highest peak fires; every head that crossed is then in
+        // its refractory period (one utterance, one trigger).
+        let mut best: Option<usize> = None;
+        for (i, &p) in self.peaks.iter().enumerate() {
+            if p > 0.0 && best.is_none_or(|b| p > self.peaks[b]) {
+                best = Some(i);
+            }
+        }
+        self.fired_score = best.map_or(0.0, |b| self.peaks[b]);
+        for (i, p) in self.peaks.iter_mut().enumerate() {
+            if *p > 0.0 {
+                self.heads[i].last_fire = Some(now);
+            }
+            *p = 0.0;
+        }
+        Ok(best)
+    }
+}

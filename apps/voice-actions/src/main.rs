@@ -1,0 +1,171 @@
+//! `voice-actions`: keyword spotting on edgert.
+//!
+//! * `voice-actions detect URI`: runs the shipped keyword heads over a source and prints one
+//!   JSON line per detection (`{"keyword":"lights on","score":0.93,"t_ms":1840}`), exiting at
+//!   the end of a file; `--stats` adds a last line with the real-time factor.
+//! * `voice-actions run --config actions.toml URI`: runs the configured actions
+//!   (`voice_actions::actions`), JSON events on stdout, triggers logged on stderr, and with
+//!   `--meter` a live level/score line on stderr.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use voice_actions::Detector;
+use voice_actions::actions::{Config, Runner};
+
+#[derive(Parser)]
+#[command(name = "voice-actions", about = "On-device keyword spotting that triggers actions (edgert sample app)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the keyword heads over an audio source; one JSON line per detection.
+    Detect {
+        /// Audio source: file://PATH.wav or a path (alsa://, pulse://, rtsp:// not built yet).
+        uri: String,
+        /// Heads file (keyword, ONNX head, threshold).
+        #[arg(long, default_value = "models/kws/heads.json")]
+        heads: PathBuf,
+        /// Speech embedding model.
+        #[arg(long, default_value = "models/speech_embedding.onnx")]
+        embedding: PathBuf,
+        /// No second trigger of a keyword within this many ms.
+        #[arg(long, default_value_t = 1500)]
+        refractory_ms: u64,
+        /// Print a final JSON line with audio length, compute time and real-time factor.
+        #[arg(long)]
+        stats: bool,
+    },
+    /// Run the actions a config maps keywords to.
+    Run {
+        /// Actions config (TOML).
+        #[arg(long)]
+        config: PathBuf,
+        /// Audio source.
+        uri: String,
+        /// Heads file.
+        #[arg(long, default_value = "models/kws/heads.json")]
+        heads: PathBuf,
+        /// Speech embedding model.
+        #[arg(long, default_value = "models/speech_embedding.onnx")]
+        embedding: PathBuf,
+        /// A live line on stderr: level and the top keyword scores.
+        #[arg(long)]
+        meter: bool,
+    },
+    /// Train a new keyword head on the device (not built yet: use models/kws/train.py).
+    Train {
+        /// The keyword.
+        #[arg(long)]
+        keyword: String,
+    },
+    /// Evaluate false rejects and false accepts per hour over a labelled folder (not built yet).
+    Eval {
+        /// Folder of labelled audio.
+        dir: PathBuf,
+    },
+}
+
+fn run_actions(config: PathBuf, uri: String, heads: PathBuf, embedding: PathBuf, meter: bool) -> Result<()> {
+    let mut det = Detector::new(&embedding, &heads)?;
+    let known: Vec<String> = det.keywords().iter().map(|s| s.to_string()).collect();
+    let known_ref: Vec<&str> = known.iter().map(String::as_str).collect();
+    let cfg = Config::load(&config, &known_ref)?;
+    for k in &cfg.keywords {
+        if let Some(t) = k.threshold {
+            det.set_threshold(&k.name, t);
+        }
+    }
+    let mut runner = Runner::new(cfg);
+    let mut src = edgert_audio::open(&uri)?;
+    let mut buf = vec![0.0f32; 1280];
+    let mut err = None;
+    loop {
+        let n = src.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        det.push(&buf[..n], |d, hit| {
+            if meter {
+                let mut top: Vec<(usize, f32)> = d.scores().iter().copied().enumerate().collect();
+                top.sort_by(|a, b| b.1.total_cmp(&a.1));
+                let kw = d.keywords();
+                let s: Vec<String> = top.iter().take(3).map(|(i, s)| format!("{} {:.2}", kw[*i], s)).collect();
+                eprint!("\r{:>7} ms  level {:>6.1} dB  {}   ", d.t_ms(), d.level_db(), s.join("  "));
+            }
+            if let Some(h) = hit
+                && let Err(e) = runner.handle(&h)
+            {
+                err = Some(e);
+            }
+        })?;
+        if let Some(e) = err.take() {
+            return Err(e);
+        }
+    }
+    if meter {
+        eprintln!();
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    match Cli::parse().cmd {
+        Cmd::Detect { uri, heads, embedding, refractory_ms, stats } => {
+            let mut det = Detector::new(&embedding, &heads)?;
+            det.refractory_ms = refractory_ms;
+            let mut src = edgert_audio::open(&uri)?;
+            let mut buf = vec![0.0f32; 1280];
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let mut compute = std::time::Duration::ZERO;
+            let mut io_err = None;
+            loop {
+                let n = src.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                let t0 = Instant::now();
+                det.push(&buf[..n], |_, d| {
+                    if let Some(d) = d {
+                        let line = serde_json::to_string(&d).unwrap_or_default();
+                        if let Err(e) = writeln!(out, "{line}") {
+                            io_err = Some(e);
+                        }
+                    }
+                })?;
+                compute += t0.elapsed();
+            }
+            if let Some(e) = io_err {
+                return Err(e.into());
+            }
+            if stats {
+                let audio_s = det.t_ms() as f64 / 1000.0;
+                let rtf = if audio_s > 0.0 { compute.as_secs_f64() / audio_s } else { 0.0 };
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({"stats": {"audio_s": audio_s, "compute_s": compute.as_secs_f64(), "rtf": rtf}})
+                )?;
+            }
+            Ok(())
+        }
+        Cmd::Run { config, uri, heads, embedding, meter } => run_actions(config, uri, heads, embedding, meter),
+        Cmd::Train { keyword } => anyhow::bail!(
+            "on-device training is not built yet; train `{keyword}` on a host with \
+             models/kws/train.py (add it to KEYWORDS there) and copy models/kws/ to the device"
+        ),
+        Cmd::Eval { dir } => anyhow::bail!(
+            "`eval` is not built yet (no labelled held-out set or false-accepts-per-hour harness); \
+             {} was not read. Clip-level held-out rates are in models/kws/TRAINING_REPORT.md",
+            dir.display()
+        ),
+    }
+}
