@@ -33,10 +33,10 @@ impl EdgertEngine {
 fn with_default_dims(graph: &Graph, mut given: HashMap<String, Vec<usize>>) -> HashMap<String, Vec<usize>> {
     for &id in &graph.inputs {
         let v = &graph.values[id];
-        if let (false, Some(d)) = (given.contains_key(&v.name), &v.shape) {
-            if d.iter().any(|x| matches!(x, Dim::Sym(_))) {
-                given.insert(v.name.clone(), d.iter().map(|x| if let Dim::Fixed(n) = x { *n } else { 1 }).collect());
-            }
+        if let (false, Some(d)) = (given.contains_key(&v.name), &v.shape)
+            && d.iter().any(|x| matches!(x, Dim::Sym(_)))
+        {
+            given.insert(v.name.clone(), d.iter().map(|x| if let Dim::Fixed(n) = x { *n } else { 1 }).collect());
         }
     }
     given

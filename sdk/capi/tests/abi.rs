@@ -182,7 +182,7 @@ fn the_last_error_is_per_thread() {
     let missing = cstr("/nonexistent/a.edgert");
     let mut e = null_mut();
     assert_eq!(unsafe { edgert_engine_load(missing.as_ptr(), &mut e) }, EdgertStatus::Io);
-    let other = std::thread::spawn(|| last_error()).join().unwrap();
+    let other = std::thread::spawn(last_error).join().unwrap();
     assert_eq!(other, "");
     assert!(last_error().contains("a.edgert"));
 }
