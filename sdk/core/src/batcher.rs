@@ -280,6 +280,14 @@ fn worker(mut ctx: Context, rx: Receiver<Request>, cfg: BatcherConfig, layout: &
         }
         let n = batch.len();
         let result = run_batch(&mut ctx, &batch, layout);
+        // Count before answering: a caller that reads the stats after its answer sees its batch.
+        if let Ok(mut s) = stats.lock() {
+            s.batches += 1;
+            s.requests += n as u64;
+            if let Some(c) = s.by_size.get_mut(n) {
+                *c += 1;
+            }
+        }
         match result {
             Ok(mut per_request) => {
                 for (r, outs) in batch.drain(..).zip(per_request.drain(..)) {
@@ -291,13 +299,6 @@ fn worker(mut ctx: Context, rx: Receiver<Request>, cfg: BatcherConfig, layout: &
                 for r in batch.drain(..) {
                     let _ = r.reply.send(Err(Error::Invalid(format!("batched run failed: {msg}"))));
                 }
-            }
-        }
-        if let Ok(mut s) = stats.lock() {
-            s.batches += 1;
-            s.requests += n as u64;
-            if let Some(c) = s.by_size.get_mut(n) {
-                *c += 1;
             }
         }
     }
