@@ -4,6 +4,7 @@
 //! graph passes ([`passes`]), an arena planner ([`plan`]) and executor ([`context`]), the
 //! engine file ([`engine`]) and `.npy` I/O ([`npy`]).
 
+pub mod batcher;
 pub mod compare;
 pub mod context;
 pub mod cpu;
