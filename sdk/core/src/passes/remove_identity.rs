@@ -2,32 +2,36 @@
 //! directly. A node whose output is a graph output stays (the
 //! output keeps its name).
 
+use std::collections::HashMap;
+
 use crate::error::Result;
-use crate::graph::Graph;
+use crate::graph::{Graph, ValueId};
 
 /// Removes no-op nodes; returns how many.
 pub fn remove_identity(graph: &mut Graph) -> Result<usize> {
-    let mut removed = 0;
     let mut keep = vec![true; graph.nodes.len()];
-    for i in 0..graph.nodes.len() {
-        let n = &graph.nodes[i];
-        let noop = n.op_type == "Identity";
+    // Output → input of every Identity whose output is not a graph output; an input that is
+    // itself a forwarded output resolves to its source (nodes are in topological order).
+    let mut forward: HashMap<ValueId, ValueId> = HashMap::new();
+    for (i, n) in graph.nodes.iter().enumerate() {
+        if n.op_type != "Identity" {
+            continue;
+        }
         let (Some(Some(src)), Some(Some(dst))) = (n.inputs.first().copied(), n.outputs.first().copied()) else {
             continue;
         };
-        if !noop || graph.outputs.contains(&dst) {
-            continue;
+        if !graph.outputs.contains(&dst) {
+            let src = forward.get(&src).copied().unwrap_or(src);
+            forward.insert(dst, src);
+            keep[i] = false;
         }
-        for other in graph.nodes.iter_mut() {
-            for inp in other.inputs.iter_mut().flatten() {
-                if *inp == dst {
-                    *inp = src;
-                }
-            }
-        }
-        keep[i] = false;
-        removed += 1;
     }
+    for inp in graph.nodes.iter_mut().flat_map(|n| n.inputs.iter_mut().flatten()) {
+        if let Some(&src) = forward.get(inp) {
+            *inp = src;
+        }
+    }
+    let removed = forward.len();
     let mut k = keep.into_iter();
     graph.nodes.retain(|_| k.next().unwrap_or(true));
     Ok(removed)

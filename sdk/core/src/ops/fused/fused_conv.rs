@@ -252,7 +252,8 @@ mod tests {
             Activation::PRelu,
         ];
         // (n, c, h, w, m, group, kh, kw, stride, dilation, pads[t,l,b,r])
-        let cases: &[(usize, usize, usize, usize, usize, usize, usize, usize, usize, usize, [i64; 4])] = &[
+        type Case = (usize, usize, usize, usize, usize, usize, usize, usize, usize, usize, [i64; 4]);
+        let cases: &[Case] = &[
             (1, 3, 13, 7, 5, 1, 3, 3, 1, 1, [1, 1, 1, 1]),
             (2, 4, 9, 11, 8, 1, 1, 1, 1, 1, [0, 0, 0, 0]),
             (1, 8, 12, 12, 8, 8, 3, 3, 1, 1, [1, 1, 1, 1]),
@@ -281,6 +282,7 @@ mod tests {
             };
             let res = rng.tensor(&shape);
             let want = reference(&attrs, &x, &wt, &b, Some(&res), act, &slope);
+            let plain_op = FusedConv::build(&attrs, 17).unwrap();
             activation_attrs(act, &mut attrs);
             let op = FusedConv::build(&attrs, 17).unwrap();
             let s_t = Tensor::from_f32(&[m], slope.clone()).unwrap();
@@ -295,23 +297,14 @@ mod tests {
                 ins.iter().map(|t| t.map(|t| TypeShape::new(t.dtype(), t.shape.to_vec()))).collect();
             let out_t = TypeShape::new(DType::F32, shape.clone());
             let mut scratch = vec![0u64; op.scratch_bytes(&in_types, std::slice::from_ref(&out_t)).div_ceil(8)];
+            // SAFETY: u64 storage viewed as bytes (8-byte aligned: enough for f32 scratch).
             let scratch = unsafe { std::slice::from_raw_parts_mut(scratch.as_mut_ptr() as *mut u8, scratch.len() * 8) };
             for isa in Isa::all_supported() {
                 for threaded in [false, true] {
                     let exec = Exec { isa, pool: threaded.then_some(&pool) };
                     let mut y = Tensor::zeros(DType::F32, &shape);
                     // Plain conv (bias only) first, then the full epilogue.
-                    for (inputs, expect) in [(&ins[..3], &plain), (&ins[..], &want)] {
-                        let plain_op = FusedConv::build(
-                            &Attrs::new()
-                                .with("group", Attr::Int(group as i64))
-                                .with("strides", Attr::Ints(vec![stride as i64; 2]))
-                                .with("dilations", Attr::Ints(vec![dil as i64; 2]))
-                                .with("pads", Attr::Ints(pads.to_vec())),
-                            17,
-                        )
-                        .unwrap();
-                        let op_used = if inputs.len() == 3 { &plain_op } else { &op };
+                    for (op_used, inputs, expect) in [(&plain_op, &ins[..3], &plain), (&op, &ins[..], &want)] {
                         op_used.run_exec(inputs, &mut [y.view_mut()], scratch, &exec).unwrap();
                         let got = y.as_f32().unwrap();
                         for (i, (&g, &e)) in got.iter().zip(expect.iter()).enumerate() {
@@ -328,17 +321,15 @@ mod tests {
 
     #[test]
     fn residual_and_slope_are_checked() {
+        fn i(s: &[usize]) -> Option<InferInput<'_>> {
+            Some(InferInput { dtype: DType::F32, shape: s, value: None })
+        }
         let op = FusedConv::build(&Attrs::new().with("activation", Attr::String(b"PRelu".to_vec())), 17).unwrap();
-        let x = [1usize, 2, 4, 4];
-        let w = [3usize, 2, 1, 1];
-        let r_bad = [1usize, 3, 4, 5];
-        let i = |s: &'static [usize]| Some(InferInput { dtype: DType::F32, shape: s, value: None });
-        let x: &'static [usize] = Box::leak(Box::new(x));
-        let w: &'static [usize] = Box::leak(Box::new(w));
-        let r_bad: &'static [usize] = Box::leak(Box::new(r_bad));
-        assert!(op.infer(&[i(x), i(w), None, i(r_bad), i(&[3])]).unwrap_err().to_string().contains("residual"));
-        assert!(op.infer(&[i(x), i(w), None, None, None]).unwrap_err().to_string().contains("slope"));
-        assert!(op.infer(&[i(x), i(w), None, None, i(&[2])]).unwrap_err().to_string().contains("slope"));
-        assert_eq!(op.infer(&[i(x), i(w), None, None, i(&[3, 1, 1])]).unwrap()[0].shape, vec![1, 3, 4, 4]);
+        let (x, w) = ([1usize, 2, 4, 4], [3usize, 2, 1, 1]);
+        let err = |ins: &[Option<InferInput>]| op.infer(ins).unwrap_err().to_string();
+        assert!(err(&[i(&x), i(&w), None, i(&[1, 3, 4, 5]), i(&[3])]).contains("residual"));
+        assert!(err(&[i(&x), i(&w), None, None, None]).contains("slope"));
+        assert!(err(&[i(&x), i(&w), None, None, i(&[2])]).contains("slope"));
+        assert_eq!(op.infer(&[i(&x), i(&w), None, None, i(&[3, 1, 1])]).unwrap()[0].shape, vec![1, 3, 4, 4]);
     }
 }
