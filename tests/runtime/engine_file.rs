@@ -68,7 +68,7 @@ fn corrupted_bytes_are_detected() {
         seed ^= seed << 17;
         let pos = (seed as usize) % bytes.len();
         let mut b = bytes.clone();
-        b[pos] ^= 1 << (seed >> 60) % 8;
+        b[pos] ^= 1 << ((seed >> 60) % 8);
         let err = Engine::from_bytes(&b).expect_err("a corrupted engine must not load");
         let msg = err.to_string();
         assert!(

@@ -169,12 +169,12 @@ fn with_default_dims(graph: &Graph, mut given: HashMap<String, Vec<usize>>) -> H
         if given.contains_key(&v.name) {
             continue;
         }
-        if let Some(d) = &v.shape {
-            if d.iter().any(|x| matches!(x, Dim::Sym(_))) {
-                let dims: Vec<usize> = d.iter().map(|x| if let Dim::Fixed(n) = x { *n } else { 1 }).collect();
-                eprintln!("note: input `{}` {} planned as {:?} (give --shape to choose)", v.name, format_dims(d), dims);
-                given.insert(v.name.clone(), dims);
-            }
+        if let Some(d) = &v.shape
+            && d.iter().any(|x| matches!(x, Dim::Sym(_)))
+        {
+            let dims: Vec<usize> = d.iter().map(|x| if let Dim::Fixed(n) = x { *n } else { 1 }).collect();
+            eprintln!("note: input `{}` {} planned as {:?} (give --shape to choose)", v.name, format_dims(d), dims);
+            given.insert(v.name.clone(), dims);
         }
     }
     given

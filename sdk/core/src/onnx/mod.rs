@@ -415,7 +415,7 @@ pub fn tensor_from_proto(t: &TensorProto, dir: Option<&Path>) -> Result<Tensor> 
 
 /// Decodes little-endian bytes of `dtype` (the ONNX raw_data and .npy layout).
 pub fn from_le_bytes(dtype: DType, raw: &[u8]) -> Result<TensorData> {
-    if raw.len() % dtype.size() != 0 {
+    if !raw.len().is_multiple_of(dtype.size()) {
         return Err(Error::Invalid(format!("{} bytes is not a whole number of {}", raw.len(), dtype)));
     }
     Ok(match dtype {

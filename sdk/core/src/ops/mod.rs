@@ -144,12 +144,12 @@ pub fn eval(op: &dyn Op, inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>> {
     let mut outputs: Vec<Tensor> = out_types.iter().map(|t| Tensor::zeros(t.dtype, &t.shape)).collect();
     // Aliasing outputs start as a copy of their input, as the arena would give them.
     for (i, out) in outputs.iter_mut().enumerate() {
-        if let Some(j) = op.alias_output(i) {
-            if let Some(Some(src)) = inputs.get(j) {
-                if src.dtype() == out.dtype() && src.len() == out.len() {
-                    *out = (*src).clone().reshaped(out.shape().to_vec())?;
-                }
-            }
+        if let Some(j) = op.alias_output(i)
+            && let Some(Some(src)) = inputs.get(j)
+            && src.dtype() == out.dtype()
+            && src.len() == out.len()
+        {
+            *out = (*src).clone().reshaped(out.shape().to_vec())?;
         }
     }
     {
@@ -177,7 +177,7 @@ pub fn check_sizes(types: &[TypeShape]) -> Result<()> {
 }
 
 /// Returns input `i`, or an error if it is missing.
-pub fn required<'a, T: Copy>(inputs: &[Option<T>], i: usize, what: &str) -> Result<T> {
+pub fn required<T: Copy>(inputs: &[Option<T>], i: usize, what: &str) -> Result<T> {
     match inputs.get(i) {
         Some(Some(t)) => Ok(*t),
         _ => Err(Error::Invalid(format!("missing required input #{i} ({what})"))),
