@@ -67,6 +67,7 @@ impl Op for MaxPool {
             None => None,
         };
         match x.dtype() {
+            DType::F32 if geo.nsp == 2 && indices.is_none() => max_pool_2d_f32_values(&geo, x, y),
             DType::F32 if geo.nsp == 2 && !self.column_major => max_pool_2d_f32(&geo, x, y, &mut indices),
             DType::F32 => max_pool::<f32>(self, &geo, x, y, &mut indices),
             DType::F16 => max_pool::<half::f16>(self, &geo, x, y, &mut indices),
@@ -92,14 +93,7 @@ fn max_pool_2d_f32(geo: &Geometry, x: TensorRef, y: &mut TensorMut, indices: &mu
     }
     let (kh, kw) = (geo.kernel[0], geo.kernel[1]);
     let (sy, sx, dy, dx) = (geo.stride[0], geo.stride[1], geo.dilation[0], geo.dilation[1]);
-    // Taps k of a window starting at `start` (may be negative) that fall in 0..n, stepping
-    // by the dilation: `lo..hi` as tap indices.
-    let taps = |start: isize, n: usize, k: usize, d: usize| -> (usize, usize) {
-        let lo = if start < 0 { ((-start) as usize).div_ceil(d) } else { 0 };
-        let past = n as isize - start; // taps with start + t*d < n
-        let hi = if past <= 0 { 0 } else { k.min((past as usize).div_ceil(d)) };
-        (lo, hi.max(lo))
-    };
+    let taps = window_taps;
     for plane in 0..planes {
         let xp = &xs[plane * h * w..(plane + 1) * h * w];
         for oy in 0..oh {
@@ -127,6 +121,98 @@ fn max_pool_2d_f32(geo: &Geometry, x: TensorRef, y: &mut TensorMut, indices: &mu
                 if let Some(ind) = indices.as_deref_mut() {
                     ind[i] = if at == usize::MAX { -1 } else { (plane * h * w + at) as i64 };
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Taps `lo..hi` of a window starting at `start` (may be negative) that fall in `0..n`,
+/// stepping by the dilation `d`.
+fn window_taps(start: isize, n: usize, k: usize, d: usize) -> (usize, usize) {
+    let lo = if start < 0 { ((-start) as usize).div_ceil(d) } else { 0 };
+    let past = n as isize - start; // taps with start + t*d < n
+    let hi = if past <= 0 { 0 } else { k.min((past as usize).div_ceil(d)) };
+    (lo, hi.max(lo))
+}
+
+/// 2-D f32 MaxPool when Indices is not wanted (the usual case in inference graphs): the
+/// same maxima as [`max_pool_2d_f32`] (the first tap, then strictly greater ones), but the
+/// columns whose window lies inside the row take a loop with no clipping and no index
+/// bookkeeping, specialised for the common 2-wide and 3-wide windows.
+fn max_pool_2d_f32_values(geo: &Geometry, x: TensorRef, y: &mut TensorMut) -> Result<()> {
+    let xs = x.typed::<f32>()?;
+    let ys = y.typed_mut::<f32>()?;
+    let planes = x.shape[0] * x.shape[1];
+    let (h, w, oh, ow) = (geo.input[0], geo.input[1], geo.output[0], geo.output[1]);
+    if xs.len() != planes * h * w || ys.len() != planes * oh * ow {
+        invalid!("MaxPool: tensor sizes do not match the inferred shapes");
+    }
+    let (kh, kw) = (geo.kernel[0], geo.kernel[1]);
+    let (sy, sx, dy, dx) = (geo.stride[0], geo.stride[1], geo.dilation[0], geo.dilation[1]);
+    let pad_x = geo.pad_begin[1];
+    // Output columns whose window is wholly inside the row: ox*sx >= pad_x and
+    // ox*sx - pad_x + (kw-1)*dx < w.
+    let ox_lo = pad_x.div_ceil(sx).min(ow);
+    let reach = (kw - 1) * dx;
+    let ox_hi = if w + pad_x > reach { ((w + pad_x - reach - 1) / sx + 1).min(ow).max(ox_lo) } else { ox_lo };
+    let max_in = |v: f32, best: f32| if v > best { v } else { best };
+    for plane in 0..planes {
+        let xp = &xs[plane * h * w..(plane + 1) * h * w];
+        for oy in 0..oh {
+            let y0 = (oy * sy) as isize - geo.pad_begin[0] as isize;
+            let (ky0, ky1) = window_taps(y0, h, kh, dy);
+            let out = &mut ys[(plane * oh + oy) * ow..(plane * oh + oy + 1) * ow];
+            if ky0 == ky1 {
+                out.fill(f32::NEG_INFINITY);
+                continue;
+            }
+            let row = |ky: usize| {
+                let iy = (y0 + (ky * dy) as isize) as usize;
+                &xp[iy * w..(iy + 1) * w]
+            };
+            // Clipped columns: the generic walk.
+            for ox in (0..ox_lo).chain(ox_hi..ow) {
+                let x0 = (ox * sx) as isize - pad_x as isize;
+                let (kx0, kx1) = window_taps(x0, w, kw, dx);
+                let mut best = f32::NEG_INFINITY;
+                let mut first = true;
+                for ky in ky0..ky1 {
+                    let r = row(ky);
+                    for kx in kx0..kx1 {
+                        let v = r[(x0 + (kx * dx) as isize) as usize];
+                        if first || v > best {
+                            best = v;
+                            first = false;
+                        }
+                    }
+                }
+                out[ox] = best;
+            }
+            // Interior columns: first row's taps, then the others, no clipping.
+            let interior = &mut out[ox_lo..ox_hi];
+            let at = |ox: usize| (ox_lo + ox) * sx - pad_x;
+            let r = row(ky0);
+            match (kw, dx) {
+                (2, 1) => interior.iter_mut().enumerate().for_each(|(i, o)| {
+                    let b = at(i);
+                    *o = max_in(r[b + 1], r[b]);
+                }),
+                (3, 1) => interior.iter_mut().enumerate().for_each(|(i, o)| {
+                    let b = at(i);
+                    *o = max_in(r[b + 2], max_in(r[b + 1], r[b]));
+                }),
+                _ => interior.iter_mut().enumerate().for_each(|(i, o)| {
+                    let b = at(i);
+                    *o = (1..kw).fold(r[b], |best, kx| max_in(r[b + kx * dx], best));
+                }),
+            }
+            for ky in ky0 + 1..ky1 {
+                let r = row(ky);
+                interior.iter_mut().enumerate().for_each(|(i, o)| {
+                    let b = at(i);
+                    *o = (0..kw).fold(*o, |best, kx| max_in(r[b + kx * dx], best));
+                });
             }
         }
     }
@@ -299,6 +385,47 @@ mod tests {
             assert_eq!(y[1].to_i64_vec().unwrap(), want_idx);
             let y16 = eval(&op, &[Some(&to_f16(&x))]).unwrap();
             assert_close(&y16[0], &[n, c, oh, ow], &want, 1e-3);
+        }
+    }
+
+    /// Runs the op with only the Y output (as inference graphs do), which takes the
+    /// values-only path.
+    fn values_only(op: &MaxPool, x: &Tensor) -> Tensor {
+        let ts = op.infer(&[Some(InferInput { dtype: x.dtype(), shape: x.shape(), value: None })]).unwrap();
+        let mut y = Tensor::zeros(DType::F32, &ts[0].shape);
+        op.run(&[Some(x.view())], &mut [y.view_mut()], &mut []).unwrap();
+        y
+    }
+
+    #[test]
+    fn values_only_path_matches_the_indices_path() {
+        let mut rng = Rng::new(11);
+        // (shape, kernel, stride, dilation, pads, auto_pad, ceil_mode): BlazeFace's 2x2/2
+        // SAME_UPPER, ResNet's 3x3/2 pad 1, odd sizes, dilation, windows wholly in padding.
+        let cases: &[([usize; 4], [i64; 2], [i64; 2], [i64; 2], [i64; 4], &str, i64)] = &[
+            ([1, 28, 64, 64], [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], "SAME_UPPER", 0),
+            ([2, 3, 13, 7], [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], "SAME_UPPER", 0),
+            ([1, 4, 17, 17], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], "NOTSET", 0),
+            ([1, 2, 9, 11], [3, 2], [1, 3], [2, 1], [2, 0, 1, 2], "NOTSET", 1),
+            ([1, 1, 5, 6], [4, 5], [2, 2], [1, 1], [3, 4, 3, 4], "NOTSET", 0),
+            ([1, 2, 8, 8], [1, 1], [3, 3], [1, 1], [0, 0, 0, 0], "NOTSET", 1),
+        ];
+        for &(shape, k, s, d, p, auto_pad, ceil) in cases {
+            let x = rng.tensor(&shape);
+            let mut attrs = Attrs::new()
+                .with("kernel_shape", ints(&k))
+                .with("strides", ints(&s))
+                .with("dilations", ints(&d))
+                .with("ceil_mode", Attr::Int(ceil))
+                .with("auto_pad", Attr::String(auto_pad.as_bytes().to_vec()));
+            if auto_pad == "NOTSET" {
+                attrs = attrs.with("pads", ints(&p));
+            }
+            let op = MaxPool::build(&attrs, 17).unwrap();
+            let want = eval(&op, &[Some(&x)]).unwrap();
+            let got = values_only(&op, &x);
+            assert_eq!(got.shape(), want[0].shape(), "{shape:?} k{k:?} s{s:?}");
+            assert_eq!(got.as_f32().unwrap(), want[0].as_f32().unwrap(), "{shape:?} k{k:?} s{s:?} d{d:?} p{p:?}");
         }
     }
 
