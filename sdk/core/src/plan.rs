@@ -206,8 +206,11 @@ pub fn plan(graph: &Graph, given: &HashMap<String, Vec<usize>>) -> Result<Plan> 
         } else {
             let ts = node.op.infer(&infer_in).map_err(|e| node_error(node, e))?;
             ops::check_sizes(&ts).map_err(|e| node_error(node, e))?;
-            let mut outputs = Vec::with_capacity(ts.len());
-            for (i, t) in ts.iter().enumerate() {
+            // Trailing outputs the model omits and the op can skip get no buffer at all.
+            let declared = node.outputs.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+            let computed = ts.len().min(declared.max(node.op.required_outputs()));
+            let mut outputs = Vec::with_capacity(computed);
+            for (i, t) in ts.iter().take(computed).enumerate() {
                 outputs.push(match node.outputs.get(i).copied().flatten() {
                     Some(o) => o,
                     None => {

@@ -67,18 +67,12 @@ impl Conv2d {
     /// depthwise convolution every input plane copied into a zero border.
     pub fn scratch_floats(&self) -> usize {
         if self.is_depthwise() {
-            self.n * self.c * self.padded_plane_stride()
+            self.n * self.c * DwLayout::of(self).plane()
         } else if self.is_pointwise() {
             0
         } else {
             packed_b_len(self.k(), self.positions(), gemm::NR_MAX)
         }
-    }
-    /// Floats between two padded planes: the plane, then room for the lanes a kernel reads
-    /// past its last row (computed, never stored).
-    fn padded_plane_stride(&self) -> usize {
-        let (ph, pw) = self.padded_plane();
-        ph * pw + DW_LANES * self.stride[1]
     }
     /// Rows and columns of input a depthwise window touches, top/left padding included.
     fn padded_plane(&self) -> (usize, usize) {
@@ -113,10 +107,14 @@ pub fn conv2d(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &
             };
             let row0 = g * mg;
             let y_off = (ni * p.m + row0) * np;
+            // The residual has `ep.residual_rows` channels per image (<= m).
+            let res_rows = ep.residual_rows.saturating_sub(row0).min(mg);
+            let res_off = (ni * ep.residual_rows + row0) * np;
             let sub = Epilogue {
                 bias: ep.bias.map(|b| &b[row0..row0 + mg]),
-                residual: ep.residual.map(|r| &r[y_off..y_off + mg * np]),
+                residual: ep.residual.filter(|_| res_rows > 0).map(|r| &r[res_off..res_off + res_rows * np]),
                 ld_residual: np,
+                residual_rows: res_rows,
                 activation: ep.activation,
                 slope: ep.slope.map(|s| &s[row0..row0 + mg]),
             };
@@ -187,17 +185,46 @@ fn im2col_packed(exec: &Exec, p: &Conv2d, x: &[f32], nr: usize, dst: &mut [f32])
     }
 }
 
-/// Output columns a depthwise kernel computes at once (in registers).
+/// Output columns a depthwise kernel computes at once (in registers): two AVX2 vectors.
 const DW_LANES: usize = 16;
 
+/// The zero-bordered copy of one input plane a depthwise kernel reads: `rows` padded rows,
+/// each split into `phases` (= the column stride) sub-rows of `row_len` floats, sub-row `p`
+/// holding input columns `p, p + stride, p + 2*stride, ...` (shifted by the left padding).
+/// With that split every tap of a strided convolution reads consecutive floats: tap `kx` of
+/// output column `ox` is element `ox + (kx*dx)/sx` of sub-row `(kx*dx) % sx`. `row_len`
+/// leaves room for a whole last block of [`DW_LANES`], so no read needs a bounds check.
+#[derive(Clone, Copy, Debug)]
+struct DwLayout {
+    rows: usize,
+    phases: usize,
+    row_len: usize,
+}
+
+impl DwLayout {
+    fn of(p: &Conv2d) -> DwLayout {
+        let (ph, _) = p.padded_plane();
+        let sx = p.stride[1];
+        DwLayout { rows: ph, phases: sx, row_len: p.ow.div_ceil(DW_LANES) * DW_LANES + (p.kw - 1) * p.dilation[1] / sx }
+    }
+    /// Floats per padded row (all phases).
+    fn row_stride(&self) -> usize {
+        self.phases * self.row_len
+    }
+    /// Floats per padded plane.
+    fn plane(&self) -> usize {
+        self.rows * self.row_stride()
+    }
+}
+
 /// Direct depthwise convolution, one task per (image, channel) plane: the plane is copied
-/// into a zero border in `scratch` (so no tap needs a bounds check), then each run of
-/// [`DW_LANES`] output columns sums all taps in registers and is stored once.
+/// into a zero border split by column phase ([`DwLayout`]) in `scratch`, then each run of
+/// [`DW_LANES`] output columns sums all taps in registers (starting from the bias) and is
+/// stored once; the rest of the epilogue (residual, activation) follows on the plane.
 fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &mut [f32], scratch: &mut [f32]) {
     let planes = p.n * p.c;
     let (in_sz, out_sz, k_sz) = (p.h * p.w, p.positions(), p.kh * p.kw);
-    let (ph, pw) = p.padded_plane();
-    let stride = p.padded_plane_stride();
+    let lay = DwLayout::of(p);
     let y_ptr = SyncPtr(y.as_mut_ptr());
     let y_len = y.len();
     let s_ptr = SyncPtr(scratch.as_mut_ptr());
@@ -208,23 +235,20 @@ fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &m
         let y = unsafe { std::slice::from_raw_parts_mut(y_ptr.get(), y_len) };
         let scratch = unsafe { std::slice::from_raw_parts_mut(s_ptr.get(), s_len) };
         let ch = pl % p.c;
-        let xin = &x[pl * in_sz..(pl + 1) * in_sz];
-        let padded = &mut scratch[pl * stride..(pl + 1) * stride];
-        padded.fill(0.0);
-        for iy in 0..p.h {
-            let py = iy + p.pad[0];
-            if py >= ph {
-                break;
-            }
-            let n = p.w.min(pw.saturating_sub(p.pad[1]));
-            padded[py * pw + p.pad[1]..py * pw + p.pad[1] + n].copy_from_slice(&xin[iy * p.w..iy * p.w + n]);
-        }
-        let padded = &scratch[pl * stride..(pl + 1) * stride];
+        let padded = &mut scratch[pl * lay.plane()..(pl + 1) * lay.plane()];
+        fill_padded_plane(p, &lay, &x[pl * in_sz..(pl + 1) * in_sz], padded);
         let out = &mut y[pl * out_sz..(pl + 1) * out_sz];
         let wk = &w[ch * k_sz..(ch + 1) * k_sz];
-        depthwise_plane_dispatch(isa, p, pw, padded, wk, out);
-        // The epilogue sees this plane as row `ch` of an m x positions matrix.
-        let sub = Epilogue { residual: ep.residual.map(|r| &r[(pl - ch) * out_sz..]), ..*ep };
+        let bias = ep.bias.map_or(0.0, |b| b[ch]);
+        depthwise_plane_dispatch(isa, p, &lay, padded, wk, bias, out);
+        // The rest of the epilogue sees this plane as row `ch` of an m x positions matrix.
+        let ni = pl / p.c;
+        let res_img = ep.residual_rows * out_sz;
+        let sub = Epilogue {
+            bias: None,
+            residual: ep.residual.map(|r| &r[ni * res_img..(ni + 1) * res_img]),
+            ..*ep
+        };
         sub.apply_tile(out, out_sz, ch, 1, 0, out_sz);
     };
     match exec.pool {
@@ -233,55 +257,117 @@ fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &m
     }
 }
 
-fn depthwise_plane_dispatch(isa: Isa, p: &Conv2d, pw: usize, x: &[f32], w: &[f32], out: &mut [f32]) {
-    match isa {
-        // SAFETY: the ISA was checked as supported when it was chosen (`Isa::supported`).
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { depthwise_plane_avx512(p, pw, x, w, out) },
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { depthwise_plane_avx2(p, pw, x, w, out) },
-        _ => depthwise_plane(p, pw, x, w, out),
+/// Writes `x` (one `h x w` plane) into `dst` laid out as `lay` says, zeros around it.
+fn fill_padded_plane(p: &Conv2d, lay: &DwLayout, x: &[f32], dst: &mut [f32]) {
+    let (sx, pad_l) = (lay.phases, p.pad[1]);
+    for (py, row) in dst.chunks_exact_mut(lay.row_stride()).enumerate() {
+        let iy = py.wrapping_sub(p.pad[0]);
+        if iy >= p.h {
+            row.fill(0.0);
+            continue;
+        }
+        let src = &x[iy * p.w..(iy + 1) * p.w];
+        if sx == 1 {
+            // Left border, the row, right border.
+            let left = pad_l.min(row.len());
+            row[..left].fill(0.0);
+            let n = p.w.min(row.len() - left);
+            row[left..left + n].copy_from_slice(&src[..n]);
+            row[left + n..].fill(0.0);
+            continue;
+        }
+        for (phase, sub) in row.chunks_exact_mut(lay.row_len).enumerate() {
+            // Element i of this sub-row is input column i*sx + phase - pad_l.
+            for (i, d) in sub.iter_mut().enumerate() {
+                let ix = (i * sx + phase).wrapping_sub(pad_l);
+                *d = if ix < p.w { src[ix] } else { 0.0 };
+            }
+        }
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn depthwise_plane_avx512(p: &Conv2d, pw: usize, x: &[f32], w: &[f32], out: &mut [f32]) {
-    depthwise_plane(p, pw, x, w, out)
+fn depthwise_plane_dispatch(isa: Isa, p: &Conv2d, lay: &DwLayout, x: &[f32], w: &[f32], bias: f32, out: &mut [f32]) {
+    debug_assert_eq!(x.len(), lay.plane());
+    match isa {
+        // SAFETY: the ISA was checked as supported when it was chosen (`Isa::supported`);
+        // every AVX-512 CPU also has AVX2 and FMA.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 | Isa::Avx2 if p.kw <= MAX_DW_TAPS => unsafe { depthwise_plane_avx2(p, lay, x, w, bias, out) },
+        _ => depthwise_plane(p, lay, x, w, bias, out),
+    }
 }
 
+/// The widest kernel row the AVX2 depthwise kernel takes (its tap offsets live on the stack).
+#[cfg(target_arch = "x86_64")]
+const MAX_DW_TAPS: usize = 32;
+
+/// One plane from its padded, phase-split copy `x`, sixteen (then eight) output columns at a
+/// time in AVX2 registers. Reads stay inside each sub-row by [`DwLayout`]'s construction;
+/// a last partial block is computed in full and only its valid columns stored.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn depthwise_plane_avx2(p: &Conv2d, pw: usize, x: &[f32], w: &[f32], out: &mut [f32]) {
-    depthwise_plane(p, pw, x, w, out)
+unsafe fn depthwise_plane_avx2(p: &Conv2d, lay: &DwLayout, x: &[f32], w: &[f32], bias: f32, out: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let (kh, kw, ow) = (p.kh, p.kw, p.ow);
+    let (sy, sx, dy, dx) = (p.stride[0], p.stride[1], p.dilation[0], p.dilation[1]);
+    let mut tap = [0usize; MAX_DW_TAPS];
+    for (kx, t) in tap.iter_mut().enumerate().take(kw) {
+        *t = (kx * dx % sx) * lay.row_len + kx * dx / sx;
+    }
+    let row_stride = lay.row_stride();
+    let xp = x.as_ptr();
+    let mut tail = [0f32; DW_LANES];
+    // SAFETY (whole body): every load is at most `row_len` floats into a sub-row (the
+    // layout's invariant), stores are within `out` (full blocks) or `tail`.
+    unsafe {
+        let b = _mm256_set1_ps(bias);
+        for oy in 0..p.oh {
+            let mut ox = 0;
+            while ox < ow {
+                let (mut a0, mut a1) = (b, b);
+                for ky in 0..kh {
+                    let row = xp.add((oy * sy + ky * dy) * row_stride + ox);
+                    let wr = w.as_ptr().add(ky * kw);
+                    for kx in 0..kw {
+                        let wv = _mm256_set1_ps(*wr.add(kx));
+                        let src = row.add(*tap.get_unchecked(kx));
+                        a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(src), a0);
+                        a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(src.add(8)), a1);
+                    }
+                }
+                let dst = out.as_mut_ptr().add(oy * ow + ox);
+                if ox + DW_LANES <= ow {
+                    _mm256_storeu_ps(dst, a0);
+                    _mm256_storeu_ps(dst.add(8), a1);
+                } else {
+                    _mm256_storeu_ps(tail.as_mut_ptr(), a0);
+                    _mm256_storeu_ps(tail.as_mut_ptr().add(8), a1);
+                    std::ptr::copy_nonoverlapping(tail.as_ptr(), dst, ow - ox);
+                }
+                ox += DW_LANES;
+            }
+        }
+    }
 }
 
-/// One plane from its zero-bordered copy `x` (row stride `pw`, with at least
-/// `DW_LANES * stride` readable floats past the last row). Inlined into each ISA's function
-/// so the fixed-size lane loops are vectorized for that ISA.
-#[inline(always)]
-fn depthwise_plane(p: &Conv2d, pw: usize, x: &[f32], w: &[f32], out: &mut [f32]) {
+/// The portable path (and NEON, which the compiler vectorizes from it): the same blocks of
+/// [`DW_LANES`] columns with the sums in a fixed-size array.
+fn depthwise_plane(p: &Conv2d, lay: &DwLayout, x: &[f32], w: &[f32], bias: f32, out: &mut [f32]) {
     let (sy, sx, dy, dx) = (p.stride[0], p.stride[1], p.dilation[0], p.dilation[1]);
-    let ow = p.ow;
+    let (ow, row_stride) = (p.ow, lay.row_stride());
     for oy in 0..p.oh {
         let mut ox0 = 0;
         while ox0 < ow {
-            let mut acc = [0f32; DW_LANES];
+            let mut acc = [bias; DW_LANES];
             for ky in 0..p.kh {
-                let row = (oy * sy + ky * dy) * pw + ox0 * sx;
+                let row = &x[(oy * sy + ky * dy) * row_stride..][..row_stride];
                 for kx in 0..p.kw {
                     let wv = w[ky * p.kw + kx];
-                    let b = row + kx * dx;
-                    if sx == 1 {
-                        let src = &x[b..b + DW_LANES];
-                        for j in 0..DW_LANES {
-                            acc[j] += wv * src[j];
-                        }
-                    } else {
-                        let src = &x[b..b + (DW_LANES - 1) * sx + 1];
-                        for j in 0..DW_LANES {
-                            acc[j] += wv * src[j * sx];
-                        }
+                    let t = kx * dx;
+                    let src: &[f32; DW_LANES] =
+                        row[(t % sx) * lay.row_len + t / sx + ox0..][..DW_LANES].try_into().expect("16 floats");
+                    for j in 0..DW_LANES {
+                        acc[j] += wv * src[j];
                     }
                 }
             }

@@ -59,6 +59,9 @@ pub struct Epilogue<'a> {
     pub residual: Option<&'a [f32]>,
     /// Row stride of `residual`.
     pub ld_residual: usize,
+    /// Rows `0..residual_rows` have a residual row; later rows get none (a residual whose
+    /// channels were zero-padded at the end: `passes::fold_channel_pad`).
+    pub residual_rows: usize,
     /// Applied last.
     pub activation: Activation,
     /// Per-row slopes for [`Activation::PRelu`].
@@ -86,7 +89,9 @@ impl Epilogue<'_> {
                 let b = b[row];
                 out.iter_mut().for_each(|o| *o += b);
             }
-            if let Some(res) = self.residual {
+            if let Some(res) = self.residual
+                && row < self.residual_rows
+            {
                 let start = row * self.ld_residual + col0;
                 out.iter_mut().zip(&res[start..start + cols]).for_each(|(o, &x)| *o += x);
             }

@@ -333,6 +333,7 @@ mod tests {
                         bias: Some(&bias),
                         residual: Some(&res),
                         ld_residual: n,
+                        residual_rows: m,
                         activation: Activation::Relu,
                         slope: None,
                     };

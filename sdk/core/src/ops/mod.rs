@@ -94,6 +94,13 @@ pub trait Op: Debug + Send + Sync {
     fn alias_output(&self, _output: usize) -> Option<usize> {
         None
     }
+
+    /// How many leading outputs `run` must be given: trailing outputs from this index on
+    /// may be left out when the model does not read them (MaxPool's Indices), and `run`
+    /// then skips computing them. Default: all (omitted outputs get hidden buffers).
+    fn required_outputs(&self) -> usize {
+        usize::MAX
+    }
 }
 
 /// Builds an op from its ONNX type, attributes and the opset in force for its domain.

@@ -1,12 +1,14 @@
 //! Graph passes: each rewrites the IR and keeps outputs unchanged. One pass, one file.
 
 mod fold_batchnorm;
+mod fold_channel_pad;
 mod fold_constants;
 mod fuse_conv_epilogue;
 mod remove_dead_nodes;
 mod remove_identity;
 
 pub use fold_batchnorm::fold_batchnorm;
+pub use fold_channel_pad::fold_channel_pad;
 pub use fold_constants::fold_constants;
 pub use fuse_conv_epilogue::fuse_conv_epilogue;
 pub use remove_dead_nodes::remove_dead_nodes;
@@ -27,6 +29,7 @@ pub fn default_passes() -> Vec<(&'static str, Pass)> {
         ("remove_identity", remove_identity),
         ("fold_batchnorm", fold_batchnorm),
         ("fuse_conv_epilogue", fuse_conv_epilogue),
+        ("fold_channel_pad", fold_channel_pad),
         ("remove_dead_nodes", remove_dead_nodes),
     ]
 }

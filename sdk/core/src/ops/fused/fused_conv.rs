@@ -1,7 +1,8 @@
 //! `edgert.FusedConv`: Conv + bias, then an optional residual Add, then an optional
 //! activation, in one pass over the output (made by `passes::fuse_conv_epilogue`).
 //!
-//! Inputs: `X`, `W`, optional `B`, optional residual `R` (shaped like the output), optional
+//! Inputs: `X`, `W`, optional `B`, optional residual `R` (shaped like the output, or with
+//! fewer channels: the missing last channels count as zero, see `passes::fold_channel_pad`), optional
 //! PRelu slope `S` (one per output channel). Attributes: Conv's, plus `activation`
 //! (`Relu`, `LeakyRelu`, `Clip`, `HardSwish`, `Sigmoid`, `PRelu`; absent: none) with
 //! `alpha` (LeakyRelu) or `min`/`max` (Clip).
@@ -105,10 +106,22 @@ impl Op for FusedConv {
     fn infer(&self, inputs: &[Option<InferInput>]) -> Result<Vec<TypeShape>> {
         let out = self.conv.infer(&inputs[..inputs.len().min(3)])?;
         let y = &out[0];
+        // R is shaped like Y, or has fewer channels (a folded zero channel Pad).
         if let Some(Some(r)) = inputs.get(3)
-            && (r.dtype != y.dtype || r.shape != y.shape.as_slice())
+            && (r.dtype != y.dtype
+                || r.shape.len() != y.shape.len()
+                || r.shape.len() < 2
+                || r.shape[1] > y.shape[1]
+                || r.shape[0] != y.shape[0]
+                || r.shape[2..] != y.shape[2..])
         {
-            invalid!("residual R must be {} {:?} like the output, got {} {:?}", y.dtype, y.shape, r.dtype, r.shape);
+            invalid!(
+                "residual R must be {} {:?} like the output (or with fewer channels), got {} {:?}",
+                y.dtype,
+                y.shape,
+                r.dtype,
+                r.shape
+            );
         }
         match (inputs.get(4).copied().flatten(), self.activation) {
             (Some(s), Activation::PRelu) => {
@@ -161,12 +174,19 @@ impl Op for FusedConv {
             t.map(|t| t.as_f32()).transpose()
         }
         let geo = self.conv2d(x.shape, w.shape, b.map(|b| b.shape))?;
+        // R may have fewer channels than Y (a folded zero channel Pad); checked by `infer`.
+        let residual_channels = match r {
+            Some(r) if r.shape.len() >= 2 && r.shape[1] <= y.shape[1] => r.shape[1],
+            Some(r) => invalid!("FusedConv: residual R of shape {:?} for an output of {:?}", r.shape, y.shape),
+            None => 0,
+        };
         if let (Some(p), DType::F32) = (geo, x.dtype()) {
             let bias = f32_data(b)?;
             let ep = Epilogue {
                 bias,
                 residual: f32_data(r)?,
                 ld_residual: p.positions(),
+                residual_rows: residual_channels,
                 activation: self.activation,
                 slope: f32_data(s)?,
             };
@@ -191,13 +211,15 @@ impl Op for FusedConv {
             bias: None,
             residual: f32_data(r)?,
             ld_residual: per,
+            residual_rows: residual_channels,
             activation: self.activation,
             slope: f32_data(s)?,
         };
         let ys = y.as_f32_mut()?;
         for ni in 0..batch {
             let img = &mut ys[ni * m * per..(ni + 1) * m * per];
-            let sub = Epilogue { residual: ep.residual.map(|r| &r[ni * m * per..]), ..ep };
+            let res_img = residual_channels * per;
+            let sub = Epilogue { residual: ep.residual.map(|r| &r[ni * res_img..(ni + 1) * res_img]), ..ep };
             sub.apply_tile(img, per, 0, m, 0, per);
         }
         Ok(())
@@ -227,8 +249,12 @@ mod tests {
         let (m, per) = (y.shape()[1], y.shape()[2..].iter().product::<usize>());
         let mut v = y.as_f32().unwrap().to_vec();
         for (i, e) in v.iter_mut().enumerate() {
+            // R may have fewer channels than Y: the missing ones count as zero.
             if let Some(r) = r {
-                *e += r.as_f32().unwrap()[i];
+                let (img, ch, pos, cr) = (i / (per * m), (i / per) % m, i % per, r.shape()[1]);
+                if ch < cr {
+                    *e += r.as_f32().unwrap()[(img * cr + ch) * per + pos];
+                }
             }
             *e = act.apply(*e, s[(i / per) % m]);
         }
@@ -263,6 +289,9 @@ mod tests {
             (1, 24, 32, 32, 24, 24, 3, 3, 2, 1, [0, 0, 1, 1]),
             (1, 3, 33, 31, 13, 1, 7, 7, 2, 1, [3, 3, 3, 3]),
             (1, 40, 6, 5, 70, 1, 3, 3, 1, 1, [1, 1, 1, 1]),
+            (1, 5, 17, 19, 5, 5, 3, 3, 3, 2, [2, 1, 0, 2]),
+            (2, 4, 9, 40, 4, 4, 7, 7, 1, 1, [3, 3, 3, 3]),
+            (1, 3, 8, 33, 3, 3, 5, 5, 2, 1, [0, 0, 0, 0]),
         ];
         for (ci, &(n, c, h, w, m, group, kh, kw, stride, dil, pads)) in cases.iter().enumerate() {
             let x = rng.tensor(&[n, c, h, w]);
@@ -280,7 +309,13 @@ mod tests {
                 let conv = Conv::build(&attrs, 17).unwrap();
                 eval(&conv, &[Some(&x), Some(&wt), Some(&b)]).unwrap().remove(0).shape().to_vec()
             };
-            let res = rng.tensor(&shape);
+            // Every other case, and the grouped one, has a residual with fewer channels (a
+            // folded channel Pad).
+            let mut res_shape = shape.clone();
+            if ci % 2 == 1 || group > 1 && group < c {
+                res_shape[1] = m - m / 3;
+            }
+            let res = rng.tensor(&res_shape);
             let want = reference(&attrs, &x, &wt, &b, Some(&res), act, &slope);
             let plain_op = FusedConv::build(&attrs, 17).unwrap();
             activation_attrs(act, &mut attrs);

@@ -58,6 +58,10 @@ impl Op for MaxPool {
         Ok(vec![TypeShape::new(x.dtype, shape.clone()), TypeShape::new(DType::I64, shape)])
     }
 
+    fn required_outputs(&self) -> usize {
+        1 // Indices only when the model reads it
+    }
+
     fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
         let x = required(inputs, 0, "X")?;
         let geo = self.geometry(x.shape)?;
