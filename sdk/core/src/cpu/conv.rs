@@ -151,6 +151,13 @@ fn im2col_packed(exec: &Exec, p: &Conv2d, x: &[f32], nr: usize, dst: &mut [f32])
             inside[jj] = base_y[jj] >= 0 && base_y[jj] + ext_y < h && base_x[jj] >= 0 && base_x[jj] + ext_x < w;
         }
         let all_inside = inside[..valid].iter().all(|&b| b);
+        let first = pi * nr;
+        if first % p.ow + valid <= p.ow {
+            // All columns in one output row: each tap row is a strided run of one input row
+            // (or zeros), with the clipped columns at its ends.
+            im2col_one_row(exec.isa, p, x, nr, valid, base_y[0], base_x[0], out);
+            return;
+        }
         let mut row = 0;
         for ci in 0..p.c / p.group {
             let plane = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
@@ -182,6 +189,80 @@ fn im2col_packed(exec: &Exec, p: &Conv2d, x: &[f32], nr: usize, dst: &mut [f32])
     match exec.pool {
         Some(pool) if panels > 1 => pool.run(panels, &task),
         _ => (0..panels).for_each(task),
+    }
+}
+
+/// im2col of one B panel whose `valid` columns lie in one output row: the window of the
+/// first column starts at input `(by, bx)` (may be negative: padding), the others follow
+/// `stride[1]` apart. Writes `k` rows of `nr` floats, zeros past `valid`.
+fn im2col_one_row(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, valid: usize, by: isize, bx: isize, out: &mut [f32]) {
+    let (h, w, sx) = (p.h as isize, p.w as isize, p.stride[1] as isize);
+    let mut row = 0;
+    for ci in 0..p.c / p.group {
+        let plane = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
+        for ky in 0..p.kh {
+            let iy = by + (ky * p.dilation[0]) as isize;
+            for kx in 0..p.kw {
+                let o = &mut out[row * nr..(row + 1) * nr];
+                row += 1;
+                if iy < 0 || iy >= h {
+                    o.fill(0.0);
+                    continue;
+                }
+                // Columns jj with 0 <= x0 + jj*sx < w.
+                let x0 = bx + (kx * p.dilation[1]) as isize;
+                let lo = if x0 < 0 { ((-x0 + sx - 1) / sx) as usize } else { 0 }.min(valid);
+                let hi = if x0 >= w { 0 } else { (((w - x0 + sx - 1) / sx) as usize).min(valid) }.max(lo);
+                o[..lo].fill(0.0);
+                o[hi..].fill(0.0);
+                if hi > lo {
+                    let start = (iy * w + x0 + lo as isize * sx) as usize;
+                    let src = &plane[start..start + (hi - lo - 1) * sx as usize + 1];
+                    let dst = &mut o[lo..hi];
+                    match sx {
+                        1 => dst.copy_from_slice(src),
+                        2 => copy_even(isa, src, dst),
+                        _ => dst.iter_mut().zip(src.iter().step_by(sx as usize)).for_each(|(d, s)| *d = *s),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `dst[j] = src[2 * j]` (a stride-2 tap row): AVX2 deinterleaves eight at a time.
+fn copy_even(isa: Isa, src: &[f32], dst: &mut [f32]) {
+    debug_assert!(dst.is_empty() || src.len() >= 2 * dst.len() - 1);
+    #[cfg(target_arch = "x86_64")]
+    if matches!(isa, Isa::Avx2 | Isa::Avx512) {
+        // SAFETY: the ISA was checked as supported when it was chosen; every AVX-512 CPU
+        // also has AVX2.
+        return unsafe { copy_even_avx2(src, dst) };
+    }
+    let _ = isa;
+    dst.iter_mut().zip(src.iter().step_by(2)).for_each(|(d, s)| *d = *s);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn copy_even_avx2(src: &[f32], dst: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let mut j = 0;
+    // A block of eight reads src[2j .. 2j + 16]: only while that is inside `src`.
+    while j + 8 <= dst.len() && 2 * j + 16 <= src.len() {
+        // SAFETY: 16 floats from src[2j], 8 to dst[j], both in bounds (loop condition).
+        unsafe {
+            let a = _mm256_loadu_ps(src.as_ptr().add(2 * j));
+            let b = _mm256_loadu_ps(src.as_ptr().add(2 * j + 8));
+            // [a0 a2 b0 b2 | a4 a6 b4 b6] -> [a0 a2 a4 a6 b0 b2 b4 b6]
+            let even = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
+            let even = _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(even)));
+            _mm256_storeu_ps(dst.as_mut_ptr().add(j), even);
+        }
+        j += 8;
+    }
+    for (d, s) in dst[j..].iter_mut().zip(src[2 * j..].iter().step_by(2)) {
+        *d = *s;
     }
 }
 
@@ -244,11 +325,7 @@ fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &m
         // The rest of the epilogue sees this plane as row `ch` of an m x positions matrix.
         let ni = pl / p.c;
         let res_img = ep.residual_rows * out_sz;
-        let sub = Epilogue {
-            bias: None,
-            residual: ep.residual.map(|r| &r[ni * res_img..(ni + 1) * res_img]),
-            ..*ep
-        };
+        let sub = Epilogue { bias: None, residual: ep.residual.map(|r| &r[ni * res_img..(ni + 1) * res_img]), ..*ep };
         sub.apply_tile(out, out_sz, ch, 1, 0, out_sz);
     };
     match exec.pool {
@@ -277,10 +354,16 @@ fn fill_padded_plane(p: &Conv2d, lay: &DwLayout, x: &[f32], dst: &mut [f32]) {
             continue;
         }
         for (phase, sub) in row.chunks_exact_mut(lay.row_len).enumerate() {
-            // Element i of this sub-row is input column i*sx + phase - pad_l.
-            for (i, d) in sub.iter_mut().enumerate() {
-                let ix = (i * sx + phase).wrapping_sub(pad_l);
-                *d = if ix < p.w { src[ix] } else { 0.0 };
+            // Element i of this sub-row is input column i*sx + phase - pad_l: zeros, then
+            // a strided run of the row, then zeros.
+            let lo = pad_l.saturating_sub(phase).div_ceil(sx).min(sub.len());
+            let hi = (p.w + pad_l).saturating_sub(phase).div_ceil(sx).clamp(lo, sub.len());
+            sub[..lo].fill(0.0);
+            sub[hi..].fill(0.0);
+            if hi > lo {
+                let first = lo * sx + phase - pad_l;
+                let run = src[first..].iter().step_by(sx);
+                sub[lo..hi].iter_mut().zip(run).for_each(|(d, s)| *d = *s);
             }
         }
     }
@@ -374,6 +457,28 @@ fn depthwise_plane(p: &Conv2d, lay: &DwLayout, x: &[f32], w: &[f32], bias: f32, 
             let n = DW_LANES.min(ow - ox0);
             out[oy * ow + ox0..oy * ow + ox0 + n].copy_from_slice(&acc[..n]);
             ox0 += DW_LANES;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_even_matches_a_plain_stride_two_copy_on_every_isa() {
+        for isa in Isa::all_supported() {
+            for n in 0..40usize {
+                // The shortest source that holds src[2 * (n - 1)], and one float longer.
+                for extra in [0, 1] {
+                    let len = (2 * n).saturating_sub(1) + extra;
+                    let src: Vec<f32> = (0..len).map(|i| i as f32 * 0.5 - 3.0).collect();
+                    let mut dst = vec![f32::NAN; n];
+                    copy_even(isa, &src, &mut dst);
+                    let want: Vec<f32> = (0..n).map(|j| src[2 * j]).collect();
+                    assert_eq!(dst, want, "{isa} n {n} len {len}");
+                }
+            }
         }
     }
 }
