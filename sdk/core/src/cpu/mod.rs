@@ -12,6 +12,7 @@ mod gemm_neon;
 #[cfg(target_arch = "x86_64")]
 mod gemm_x86;
 pub mod isa;
+pub mod max_pool;
 pub mod pool;
 
 pub use epilogue::{Activation, Epilogue};

@@ -196,6 +196,12 @@ fn max_pool_2d_f32_values(geo: &Geometry, x: TensorRef, y: &mut TensorMut) -> Re
             // Interior columns: first row's taps, then the others, no clipping.
             let interior = &mut out[ox_lo..ox_hi];
             let at = |ox: usize| (ox_lo + ox) * sx - pad_x;
+            if (kh, kw, sy, sx, dy, dx) == (2, 2, 2, 2, 1, 1) && ky1 - ky0 == 2 {
+                let b = at(0);
+                let isa = crate::cpu::isa::active();
+                crate::cpu::max_pool::max_2x2_row(isa, &row(ky0)[b..], &row(ky0 + 1)[b..], interior);
+                continue;
+            }
             let r = row(ky0);
             match (kw, dx) {
                 (2, 1) => interior.iter_mut().enumerate().for_each(|(i, o)| {
