@@ -1,7 +1,8 @@
 //! Epilogue fusion: `Conv [→ Add(residual)] [→ activation]` becomes one `edgert.FusedConv`
 //! node whose kernel applies bias, residual and activation as it stores each output tile.
 //! Every f32 Conv with constant weights becomes a FusedConv (with an empty epilogue if
-//! nothing follows), since that is the op the fast CPU kernels implement.
+//! nothing follows), since that is the op the fast CPU kernels implement. `EDGERT_FUSION=off`
+//! stops there (no Add or activation absorbed), to measure what the fusion gains.
 //!
 //! A link is fused only when the value between the two nodes has no other reader and is not
 //! a graph output. The residual must have the Conv output's exact shape (checked by planning
@@ -21,6 +22,7 @@ use crate::tensor::{DType, Tensor};
 
 /// Fuses Conv epilogues; returns how many Conv nodes became FusedConv.
 pub fn fuse_conv_epilogue(graph: &mut Graph) -> Result<usize> {
+    let fuse = fusion_enabled();
     let uses = use_counts(graph);
     let types = known_types(graph);
     let mut consumer: HashMap<ValueId, usize> = HashMap::new();
@@ -55,7 +57,7 @@ pub fn fuse_conv_epilogue(graph: &mut Graph) -> Result<usize> {
         let mut chain = vec![ci];
         let mut residual = None;
         // Residual Add.
-        if let Some(ai) = sole_reader(out)
+        if let Some(ai) = sole_reader(out).filter(|_| fuse)
             && graph.nodes[ai].op_type == "Add"
             && let Some(types) = &types
         {
@@ -77,7 +79,7 @@ pub fn fuse_conv_epilogue(graph: &mut Graph) -> Result<usize> {
         // Activation.
         let mut activation = Activation::None;
         let mut slope: Option<Tensor> = None;
-        if let Some(ai) = sole_reader(out)
+        if let Some(ai) = sole_reader(out).filter(|_| fuse)
             && let Some((act, s)) = as_activation(graph, &graph.nodes[ai], m)?
             && let Some(Some(act_out)) = graph.nodes[ai].outputs.first().copied()
         {
@@ -130,6 +132,21 @@ pub fn fuse_conv_epilogue(graph: &mut Graph) -> Result<usize> {
         }
     }
     Ok(fused)
+}
+
+/// `EDGERT_FUSION=off` (a diagnostic knob for measuring what fusion gains): Convs still
+/// become FusedConv, so they run on the same fast kernels, but with the bias only; residual
+/// Adds and activations stay separate nodes.
+pub fn fusion_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        let v = std::env::var("EDGERT_FUSION").unwrap_or_default();
+        let off = matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "false" | "no");
+        if off {
+            log::warn!("EDGERT_FUSION={v}: epilogue fusion is off (Conv + bias only)");
+        }
+        !off
+    })
 }
 
 /// The activation a node computes, if it is one the epilogue can apply to a Conv output with
