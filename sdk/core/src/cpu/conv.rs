@@ -375,7 +375,14 @@ fn depthwise_plane_dispatch(isa: Isa, p: &Conv2d, lay: &DwLayout, x: &[f32], w: 
         // SAFETY: the ISA was checked as supported when it was chosen (`Isa::supported`);
         // every AVX-512 CPU also has AVX2 and FMA.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 | Isa::Avx2 if p.kw <= MAX_DW_TAPS => unsafe { depthwise_plane_avx2(p, lay, x, w, bias, out) },
+        Isa::Avx512 | Isa::Avx2 if p.kw <= MAX_DW_TAPS => unsafe {
+            // 3x3 and 5x5 get their tap loops unrolled; any other size takes the loop.
+            match (p.kh, p.kw) {
+                (3, 3) => depthwise_plane_avx2::<3, 3>(p, lay, x, w, bias, out),
+                (5, 5) => depthwise_plane_avx2::<5, 5>(p, lay, x, w, bias, out),
+                _ => depthwise_plane_avx2::<0, 0>(p, lay, x, w, bias, out),
+            }
+        },
         _ => depthwise_plane(p, lay, x, w, bias, out),
     }
 }
@@ -386,12 +393,23 @@ const MAX_DW_TAPS: usize = 32;
 
 /// One plane from its padded, phase-split copy `x`, sixteen (then eight) output columns at a
 /// time in AVX2 registers. Reads stay inside each sub-row by [`DwLayout`]'s construction;
-/// a last partial block is computed in full and only its valid columns stored.
+/// a last partial block is computed in full and only its valid columns stored. `KH`/`KW`
+/// are the kernel size when known at compile time (the loops unroll), 0 for any.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn depthwise_plane_avx2(p: &Conv2d, lay: &DwLayout, x: &[f32], w: &[f32], bias: f32, out: &mut [f32]) {
+unsafe fn depthwise_plane_avx2<const KH: usize, const KW: usize>(
+    p: &Conv2d,
+    lay: &DwLayout,
+    x: &[f32],
+    w: &[f32],
+    bias: f32,
+    out: &mut [f32],
+) {
     use std::arch::x86_64::*;
-    let (kh, kw, ow) = (p.kh, p.kw, p.ow);
+    let kh = if KH > 0 { KH } else { p.kh };
+    let kw = if KW > 0 { KW } else { p.kw };
+    debug_assert_eq!((kh, kw), (p.kh, p.kw));
+    let ow = p.ow;
     let (sy, sx, dy, dx) = (p.stride[0], p.stride[1], p.dilation[0], p.dilation[1]);
     let mut tap = [0usize; MAX_DW_TAPS];
     for (kx, t) in tap.iter_mut().enumerate().take(kw) {
