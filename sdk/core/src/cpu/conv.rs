@@ -98,13 +98,6 @@ pub fn conv2d(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &
     for ni in 0..p.n {
         for g in 0..p.group {
             let x_img = &x[(ni * p.c + g * cg) * p.h * p.w..(ni * p.c + (g + 1) * cg) * p.h * p.w];
-            let b = if p.is_pointwise() {
-                BMatrix::RowMajor { data: x_img, ld: np }
-            } else {
-                let bp = &mut scratch[..packed_b_len(k, np, nr)];
-                im2col_packed(exec, p, x_img, nr, bp);
-                BMatrix::Packed(bp)
-            };
             let row0 = g * mg;
             let y_off = (ni * p.m + row0) * np;
             // The residual has `ep.residual_rows` channels per image (<= m).
@@ -119,7 +112,22 @@ pub fn conv2d(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &
                 slope: ep.slope.map(|s| &s[row0..row0 + mg]),
             };
             let a = &w[row0 * k..(row0 + mg) * k];
-            gemm::gemm(exec.isa, exec.pool, mg, np, k, a, k, b, &mut y[y_off..y_off + mg * np], np, &sub);
+            let yg = &mut y[y_off..y_off + mg * np];
+            if p.is_pointwise() {
+                let b = BMatrix::RowMajor { data: x_img, ld: np };
+                gemm::gemm(exec.isa, exec.pool, mg, np, k, a, k, b, yg, np, &sub);
+                continue;
+            }
+            let bp = &mut scratch[..packed_b_len(k, np, nr)];
+            if np.div_ceil(gemm::NC) >= 2 * exec.threads() {
+                // Enough column blocks to keep every thread busy: pack each block's im2col
+                // right before it is multiplied, while it is in cache.
+                let pack = |pi: usize, dst: &mut [f32]| im2col_panel(exec.isa, p, x_img, nr, pi, dst);
+                gemm::gemm_packing(exec.isa, exec.pool, mg, np, k, a, k, &pack, bp, yg, np, &sub);
+            } else {
+                im2col_packed(exec, p, x_img, nr, bp);
+                gemm::gemm(exec.isa, exec.pool, mg, np, k, a, k, BMatrix::Packed(bp), yg, np, &sub);
+            }
         }
     }
 }
@@ -134,61 +142,67 @@ fn im2col_packed(exec: &Exec, p: &Conv2d, x: &[f32], nr: usize, dst: &mut [f32])
     let task = |pi: usize| {
         // SAFETY: each task writes only panel `pi`, a disjoint range of `dst`.
         let dst = unsafe { std::slice::from_raw_parts_mut(dst_ptr.get(), len) };
-        let out = &mut dst[pi * k * nr..(pi + 1) * k * nr];
-        // Top-left input position of each column's window (may be negative: padding), and
-        // whether the whole window lies inside the input (then no tap needs a check).
-        let mut base_y = [0isize; gemm::NR_MAX];
-        let mut base_x = [0isize; gemm::NR_MAX];
-        let mut inside = [false; gemm::NR_MAX];
-        let (h, w) = (p.h as isize, p.w as isize);
-        let ext_y = ((p.kh - 1) * p.dilation[0]) as isize;
-        let ext_x = ((p.kw - 1) * p.dilation[1]) as isize;
-        let valid = nr.min(np - pi * nr);
-        for jj in 0..valid {
-            let col = pi * nr + jj;
-            base_y[jj] = (col / p.ow * p.stride[0]) as isize - p.pad[0] as isize;
-            base_x[jj] = (col % p.ow * p.stride[1]) as isize - p.pad[1] as isize;
-            inside[jj] = base_y[jj] >= 0 && base_y[jj] + ext_y < h && base_x[jj] >= 0 && base_x[jj] + ext_x < w;
-        }
-        let all_inside = inside[..valid].iter().all(|&b| b);
-        let first = pi * nr;
-        if first % p.ow + valid <= p.ow {
-            // All columns in one output row: each tap row is a strided run of one input row
-            // (or zeros), with the clipped columns at its ends.
-            im2col_one_row(exec.isa, p, x, nr, valid, base_y[0], base_x[0], out);
-            return;
-        }
-        let mut row = 0;
-        for ci in 0..p.c / p.group {
-            let plane = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
-            for ky in 0..p.kh {
-                let dy = (ky * p.dilation[0]) as isize;
-                for kx in 0..p.kw {
-                    let dx = (kx * p.dilation[1]) as isize;
-                    let o = &mut out[row * nr..(row + 1) * nr];
-                    if all_inside {
-                        for jj in 0..valid {
-                            o[jj] = plane[((base_y[jj] + dy) * w + base_x[jj] + dx) as usize];
-                        }
-                    } else {
-                        for jj in 0..valid {
-                            let (iy, ix) = (base_y[jj] + dy, base_x[jj] + dx);
-                            o[jj] = if inside[jj] || (iy >= 0 && iy < h && ix >= 0 && ix < w) {
-                                plane[(iy * w + ix) as usize]
-                            } else {
-                                0.0
-                            };
-                        }
-                    }
-                    o[valid..].fill(0.0);
-                    row += 1;
-                }
-            }
-        }
+        im2col_panel(exec.isa, p, x, nr, pi, &mut dst[pi * k * nr..(pi + 1) * k * nr]);
     };
     match exec.pool {
         Some(pool) if panels > 1 => pool.run(panels, &task),
         _ => (0..panels).for_each(task),
+    }
+}
+
+/// Writes B panel `pi` of the im2col matrix (`k * nr` floats) into `out`.
+fn im2col_panel(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, pi: usize, out: &mut [f32]) {
+    let (np, k) = (p.positions(), p.k());
+    debug_assert_eq!(out.len(), k * nr);
+    // Top-left input position of each column's window (may be negative: padding), and
+    // whether the whole window lies inside the input (then no tap needs a check).
+    let mut base_y = [0isize; gemm::NR_MAX];
+    let mut base_x = [0isize; gemm::NR_MAX];
+    let mut inside = [false; gemm::NR_MAX];
+    let (h, w) = (p.h as isize, p.w as isize);
+    let ext_y = ((p.kh - 1) * p.dilation[0]) as isize;
+    let ext_x = ((p.kw - 1) * p.dilation[1]) as isize;
+    let valid = nr.min(np - pi * nr);
+    for jj in 0..valid {
+        let col = pi * nr + jj;
+        base_y[jj] = (col / p.ow * p.stride[0]) as isize - p.pad[0] as isize;
+        base_x[jj] = (col % p.ow * p.stride[1]) as isize - p.pad[1] as isize;
+        inside[jj] = base_y[jj] >= 0 && base_y[jj] + ext_y < h && base_x[jj] >= 0 && base_x[jj] + ext_x < w;
+    }
+    let all_inside = inside[..valid].iter().all(|&b| b);
+    let first = pi * nr;
+    if first % p.ow + valid <= p.ow {
+        // All columns in one output row: each tap row is a strided run of one input row
+        // (or zeros), with the clipped columns at its ends.
+        im2col_one_row(isa, p, x, nr, valid, base_y[0], base_x[0], out);
+        return;
+    }
+    let mut row = 0;
+    for ci in 0..p.c / p.group {
+        let plane = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
+        for ky in 0..p.kh {
+            let dy = (ky * p.dilation[0]) as isize;
+            for kx in 0..p.kw {
+                let dx = (kx * p.dilation[1]) as isize;
+                let o = &mut out[row * nr..(row + 1) * nr];
+                if all_inside {
+                    for jj in 0..valid {
+                        o[jj] = plane[((base_y[jj] + dy) * w + base_x[jj] + dx) as usize];
+                    }
+                } else {
+                    for jj in 0..valid {
+                        let (iy, ix) = (base_y[jj] + dy, base_x[jj] + dx);
+                        o[jj] = if inside[jj] || (iy >= 0 && iy < h && ix >= 0 && ix < w) {
+                            plane[(iy * w + ix) as usize]
+                        } else {
+                            0.0
+                        };
+                    }
+                }
+                o[valid..].fill(0.0);
+                row += 1;
+            }
+        }
     }
 }
 

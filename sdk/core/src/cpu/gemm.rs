@@ -44,6 +44,14 @@ pub enum BMatrix<'a> {
         /// Row stride.
         ld: usize,
     },
+    /// Packed panels `first..` only (`data` starts with panel `first`): the column block a
+    /// [`gemm_packing`] task has just packed.
+    PackedFrom {
+        /// The panels.
+        data: &'a [f32],
+        /// Index of the first panel in `data`.
+        first: usize,
+    },
 }
 
 /// A micro-kernel with its tile size.
@@ -147,6 +155,9 @@ pub fn gemm(
     let kern = kernel(isa);
     match b {
         BMatrix::Packed(bp) => assert!(bp.len() >= packed_b_len(k, n, kern.nr), "packed B too small"),
+        BMatrix::PackedFrom { data, first } => {
+            assert!(first == 0 && data.len() >= packed_b_len(k, n, kern.nr), "packed B too small")
+        }
         BMatrix::RowMajor { data, ld } => assert!(k == 0 || (ld >= n && data.len() >= (k - 1) * ld + n), "B too small"),
     }
     assert!(k == 0 || a.len() >= (m - 1) * lda + k, "A too small");
@@ -166,6 +177,61 @@ pub fn gemm(
     match pool {
         Some(pool) if mb * nb > 1 => pool.run(mb * nb, &task),
         _ => (0..mb * nb).for_each(task),
+    }
+}
+
+/// `C = A · B`, then `ep`, where B's panels are written by `pack(panel, dst)` (`dst`: the
+/// panel's `k * nr` floats) right before the column block that needs them is multiplied:
+/// each task packs one block of [`NC`] columns into its part of `bp` (a buffer of
+/// [`packed_b_len`] floats) and runs every row block on it while it is still in cache. An
+/// im2col that would not fit in L2 whole (ResNet's 3x3 convolutions, BlazeFace's first)
+/// is then never read back from memory. Parallel over column blocks only, so callers use it
+/// when there are enough of them.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_packing(
+    isa: Isa,
+    pool: Option<&ThreadPool>,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[f32],
+    lda: usize,
+    pack: &(dyn Fn(usize, &mut [f32]) + Sync),
+    bp: &mut [f32],
+    c: &mut [f32],
+    ldc: usize,
+    ep: &Epilogue,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let kern = kernel(isa);
+    let nr = kern.nr;
+    assert!(bp.len() >= packed_b_len(k, n, nr), "packed B buffer too small");
+    assert!(k == 0 || a.len() >= (m - 1) * lda + k, "A too small");
+    assert!(c.len() >= (m - 1) * ldc + n, "C too small");
+    let (mb, nb) = (m.div_ceil(MC), n.div_ceil(NC));
+    let (c_ptr, c_len) = (SyncPtr(c.as_mut_ptr()), c.len());
+    let bp_ptr = SyncPtr(bp.as_mut_ptr());
+    let task = |bj: usize| {
+        let cols = bj * NC..n.min((bj + 1) * NC);
+        let (p0, p1) = (cols.start / nr, cols.end.div_ceil(nr));
+        // SAFETY: task `bj` alone writes and reads panels p0..p1 of `bp` (disjoint ranges),
+        // and alone writes columns `cols` of C.
+        let block_b = unsafe { std::slice::from_raw_parts_mut(bp_ptr.get().add(p0 * k * nr), (p1 - p0) * k * nr) };
+        for (i, dst) in block_b.chunks_exact_mut(k * nr).enumerate() {
+            pack(p0 + i, dst);
+        }
+        let b = BMatrix::PackedFrom { data: block_b, first: p0 };
+        let c = unsafe { std::slice::from_raw_parts_mut(c_ptr.get(), c_len) };
+        for bi in 0..mb {
+            block(kern, k, a, lda, b, n, c, ldc, bi * MC..m.min((bi + 1) * MC), cols.clone(), ep);
+        }
+    };
+    debug_assert_eq!(NC % nr, 0, "column blocks are whole panels");
+    match pool {
+        Some(pool) if nb > 1 => pool.run(nb, &task),
+        _ => (0..nb).for_each(task),
     }
 }
 
@@ -206,6 +272,7 @@ fn block(
             let w = nr.min(cols.end - j0);
             let (panel, ldb): (&[f32], usize) = match b {
                 BMatrix::Packed(bp) => (&bp[p * k * nr + k0 * nr..], nr),
+                BMatrix::PackedFrom { data, first } => (&data[(p - first) * k * nr + k0 * nr..], nr),
                 BMatrix::RowMajor { data, ld } if j0 + nr <= n => (&data[k0 * ld + j0..], ld),
                 BMatrix::RowMajor { data, ld } => {
                     let valid = n - j0;
