@@ -84,16 +84,37 @@ impl Epilogue<'_> {
         for r in 0..rows {
             let row = row0 + r;
             let out = &mut c[r * ldc..r * ldc + cols];
-            // Plain loops, one concern each, so the compiler vectorizes every one of them.
-            if let Some(b) = self.bias {
-                let b = b[row];
+            let res = self.residual.filter(|_| row < self.residual_rows).map(|res| {
+                let start = row * self.ld_residual + col0;
+                &res[start..start + cols]
+            });
+            // The common chains in one pass over the row (bias, residual, Relu or nothing).
+            let b = self.bias.map_or(0.0, |b| b[row]);
+            match (res, self.activation) {
+                (None, Activation::None) => {
+                    out.iter_mut().for_each(|o| *o += b);
+                    continue;
+                }
+                (None, Activation::Relu) => {
+                    out.iter_mut().for_each(|o| *o = (*o + b).max(0.0));
+                    continue;
+                }
+                (Some(res), Activation::None) => {
+                    out.iter_mut().zip(res).for_each(|(o, &x)| *o = *o + b + x);
+                    continue;
+                }
+                (Some(res), Activation::Relu) => {
+                    out.iter_mut().zip(res).for_each(|(o, &x)| *o = (*o + b + x).max(0.0));
+                    continue;
+                }
+                _ => {}
+            }
+            // Other activations: plain loops, one concern each, so each one vectorizes.
+            if self.bias.is_some() {
                 out.iter_mut().for_each(|o| *o += b);
             }
-            if let Some(res) = self.residual
-                && row < self.residual_rows
-            {
-                let start = row * self.ld_residual + col0;
-                out.iter_mut().zip(&res[start..start + cols]).for_each(|(o, &x)| *o += x);
+            if let Some(res) = res {
+                out.iter_mut().zip(res).for_each(|(o, &x)| *o += x);
             }
             match self.activation {
                 Activation::None => {}
