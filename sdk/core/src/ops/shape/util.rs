@@ -158,13 +158,35 @@ pub(crate) fn copy_strided<T: Copy>(src: &[T], s: &Strided, dst: &mut [T], d: &S
         return Ok(());
     }
     let oob = || Error::Invalid("strided copy out of bounds (shapes differ from inference)".into());
+    if rank == 0 {
+        let v = *usize::try_from(s.offset).ok().and_then(|i| src.get(i)).ok_or_else(oob)?;
+        *usize::try_from(d.offset).ok().and_then(|i| dst.get_mut(i)).ok_or_else(oob)? = v;
+        return Ok(());
+    }
+    // One run of the last dim at a time: its ends are bounds-checked once, then it is a
+    // slice copy (both strides 1) or a strided loop.
+    let inner = shape[rank - 1];
+    let (ss, ds) = (s.strides[rank - 1], d.strides[rank - 1]);
+    let span = |start: isize, stride: isize, len: usize| -> Option<(usize, usize)> {
+        let end = start + stride * (inner as isize - 1);
+        let (lo, hi) = (start.min(end), start.max(end));
+        (lo >= 0 && (hi as usize) < len).then_some((lo as usize, hi as usize))
+    };
     let mut idx = [0usize; MAX_RANK];
     let (mut si, mut di) = (s.offset, d.offset);
     loop {
-        let v = *usize::try_from(si).ok().and_then(|i| src.get(i)).ok_or_else(oob)?;
-        *usize::try_from(di).ok().and_then(|i| dst.get_mut(i)).ok_or_else(oob)? = v;
-        // Advance the odometer, last dim fastest.
-        let mut k = rank;
+        span(si, ss, src.len()).ok_or_else(oob)?;
+        span(di, ds, dst.len()).ok_or_else(oob)?;
+        if ss == 1 && ds == 1 {
+            let (a, b) = (si as usize, di as usize);
+            dst[b..b + inner].copy_from_slice(&src[a..a + inner]);
+        } else {
+            for j in 0..inner as isize {
+                dst[(di + j * ds) as usize] = src[(si + j * ss) as usize];
+            }
+        }
+        // Advance the odometer over the outer dims, the last of them fastest.
+        let mut k = rank - 1;
         loop {
             if k == 0 {
                 return Ok(());
