@@ -209,6 +209,7 @@ fn im2col_panel(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, pi: usize, out: &mut
 /// im2col of one B panel whose `valid` columns lie in one output row: the window of the
 /// first column starts at input `(by, bx)` (may be negative: padding), the others follow
 /// `stride[1]` apart. Writes `k` rows of `nr` floats, zeros past `valid`.
+#[allow(clippy::too_many_arguments)]
 fn im2col_one_row(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, valid: usize, by: isize, bx: isize, out: &mut [f32]) {
     let (h, w, sx) = (p.h as isize, p.w as isize, p.stride[1] as isize);
     let mut row = 0;

@@ -412,7 +412,8 @@ mod tests {
         let mut rng = Rng::new(11);
         // (shape, kernel, stride, dilation, pads, auto_pad, ceil_mode): BlazeFace's 2x2/2
         // SAME_UPPER, ResNet's 3x3/2 pad 1, odd sizes, dilation, windows wholly in padding.
-        let cases: &[([usize; 4], [i64; 2], [i64; 2], [i64; 2], [i64; 4], &str, i64)] = &[
+        type Case = ([usize; 4], [i64; 2], [i64; 2], [i64; 2], [i64; 4], &'static str, i64);
+        let cases: &[Case] = &[
             ([1, 28, 64, 64], [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], "SAME_UPPER", 0),
             ([2, 3, 13, 7], [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], "SAME_UPPER", 0),
             ([1, 4, 17, 17], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], "NOTSET", 0),
