@@ -430,25 +430,29 @@ pub unsafe fn kernel_portable_4x16(
 ) {
     const MR: usize = 4;
     const NR: usize = 16;
-    let mut acc = [[0i32; NR]; MR];
+    // Per (column, K slot) partial sums: contiguous 64-wide loops the compiler vectorizes;
+    // the 4 slots of each column are added at the end.
+    let mut acc = [[0i32; NR * 4]; MR];
     unsafe {
         let rows: [*const u8; MR] = std::array::from_fn(|i| *a.add(i));
         for g in 0..kg {
-            let bv = std::slice::from_raw_parts(b.add(g * NR * 4) as *const i8, NR * 4);
+            let bv = &*(b.add(g * NR * 4) as *const [i8; NR * 4]);
             for (r, acc_row) in acc.iter_mut().enumerate() {
-                let av = std::slice::from_raw_parts(rows[r].add(4 * g), 4);
-                for (j, o) in acc_row.iter_mut().enumerate() {
-                    let wv = &bv[j * 4..j * 4 + 4];
-                    *o += (0..4).map(|t| av[t] as i32 * wv[t] as i32).sum::<i32>();
+                let av = &*(rows[r].add(4 * g) as *const [u8; 4]);
+                for (o4, w4) in acc_row.chunks_exact_mut(4).zip(bv.chunks_exact(4)) {
+                    for t in 0..4 {
+                        // u8 x s8 fits int16 (|255 * -128| < 2^15): a 16-bit multiply, which
+                        // baseline SSE2 has (it lacks a 32-bit one).
+                        o4[t] += (av[t] as i16 * w4[t] as i16) as i32;
+                    }
                 }
             }
         }
         for (r, acc_row) in acc.iter().enumerate() {
             let out = std::slice::from_raw_parts_mut(c.add(r * ldc), NR);
-            if acc_in {
-                out.iter_mut().zip(acc_row).for_each(|(o, v)| *o += v);
-            } else {
-                out.copy_from_slice(acc_row);
+            for (j, o) in out.iter_mut().enumerate() {
+                let v = acc_row[j * 4] + acc_row[j * 4 + 1] + acc_row[j * 4 + 2] + acc_row[j * 4 + 3];
+                *o = if acc_in { *o + v } else { v };
             }
         }
     }

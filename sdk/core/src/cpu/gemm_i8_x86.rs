@@ -55,13 +55,18 @@ pub unsafe fn kernel_avx2_6x16(kg: usize, a: *const *const u8, b: *const u8, c: 
         let r: [*const u8; 6] = std::array::from_fn(|i| *a.add(i));
         let mut acc = [[_mm256_setzero_si256(); 2]; 6];
         let mut bp = b;
+        // Spreads a broadcast byte pair (a0 a1 a0 a1 ...) into int16 lanes (a0, a1) per
+        // 32-bit lane: bytes 0 and 1 of each pair, zero high bytes (0x80 zeroes).
+        let spread = _mm256_setr_epi8(
+            0, -128, 1, -128, 0, -128, 1, -128, 0, -128, 1, -128, 0, -128, 1, -128, 0, -128, 1, -128, 0, -128, 1, -128,
+            0, -128, 1, -128, 0, -128, 1, -128,
+        );
         for g in 0..kg {
             let b0 = _mm256_loadu_si256(bp as *const __m256i);
             let b1 = _mm256_loadu_si256(bp.add(32) as *const __m256i);
             for i in 0..6 {
-                let p = r[i].add(2 * g);
-                let pair = (*p as u32) | ((*p.add(1) as u32) << 16);
-                let av = _mm256_set1_epi32(pair as i32);
+                let pair = (r[i].add(2 * g) as *const i16).read_unaligned();
+                let av = _mm256_shuffle_epi8(_mm256_set1_epi16(pair), spread);
                 acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
                 acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
             }
