@@ -9,3 +9,6 @@ pub mod histogram;
 pub use cache::CalibrationCache;
 pub use calibrate::{Calibrator, Collector, Method};
 pub use histogram::Histogram;
+
+#[cfg(test)]
+mod qdq_golden;
