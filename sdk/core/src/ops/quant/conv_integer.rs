@@ -4,12 +4,12 @@
 //! Padding is the zero point (it contributes nothing).
 
 use super::common::{read_q, require_q8};
-use super::integer::{conv_i32, conv_shape};
+use super::integer::{ConvShape, conv_i32, conv_shape};
 use super::matmul_integer::check_vector_zp;
 use crate::error::Result;
 use crate::ops::nn::conv::Conv;
 use crate::ops::{Attrs, InferInput, Op, TypeShape, optional, required};
-use crate::tensor::{DType, TensorMut, TensorRef, numel};
+use crate::tensor::{DType, TensorMut, TensorRef};
 use crate::{invalid, invalid_err};
 
 /// The ConvInteger op.
@@ -25,7 +25,7 @@ impl ConvInteger {
         Ok(ConvInteger { conv: Conv::build(attrs, opset)? })
     }
 
-    fn check(&self, inputs: &[Option<(DType, &[usize])>]) -> Result<Vec<usize>> {
+    fn check(&self, inputs: &[Option<(DType, &[usize])>]) -> Result<ConvShape> {
         if inputs.len() < 2 || inputs.len() > 4 {
             invalid!("ConvInteger takes 2 to 4 inputs (x, w, x_zero_point, w_zero_point), got {}", inputs.len());
         }
@@ -40,7 +40,7 @@ impl ConvInteger {
         if let Some(z) = optional(inputs, 3) {
             check_vector_zp(z, w.0, shape.m, "w_zero_point", "output channel")?;
         }
-        Ok(shape.shape())
+        Ok(shape)
     }
 }
 
@@ -51,7 +51,7 @@ impl Op for ConvInteger {
 
     fn infer(&self, inputs: &[Option<InferInput>]) -> Result<Vec<TypeShape>> {
         let ts: Vec<_> = inputs.iter().map(|i| i.map(|i| (i.dtype, i.shape))).collect();
-        Ok(vec![TypeShape::new(DType::I32, self.check(&ts)?)])
+        Ok(vec![TypeShape::new(DType::I32, self.check(&ts)?.shape())])
     }
 
     fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
@@ -64,7 +64,7 @@ impl Op for ConvInteger {
         let y = outputs.first_mut().ok_or_else(|| invalid_err!("ConvInteger needs one output"))?;
         let out = y.typed_mut::<i32>()?;
         let shape = conv_shape(&self.conv, x.shape, w.shape)?;
-        if out.len() != numel(&shape.shape()[..]) {
+        if out.len() != shape.numel() {
             invalid!("ConvInteger: output has {} elements, expected shape {:?}", out.len(), shape.shape());
         }
         if let Some(z) = wz {

@@ -25,6 +25,11 @@ pub struct ConvShape {
 }
 
 impl ConvShape {
+    /// Number of output elements (no allocation: `run` uses it).
+    pub fn numel(&self) -> usize {
+        self.n * self.m * self.spatial[..self.nsp].iter().product::<usize>()
+    }
+
     /// The output shape `[N, M, spatial...]`.
     pub fn shape(&self) -> Vec<usize> {
         let mut s = vec![self.n, self.m];

@@ -10,7 +10,7 @@
 //! `x_scale * w_scale`. The multiplier is computed in float32 as ONNX's reference does.
 
 use super::common::{multiplier, qrange, read_q, read_scale, requantize, require_q8, require_scale_type, write_q};
-use super::integer::{conv_i32, conv_shape};
+use super::integer::{ConvShape, conv_i32, conv_shape};
 use super::matmul_integer::check_vector_zp;
 use crate::error::Result;
 use crate::ops::nn::conv::Conv;
@@ -35,7 +35,7 @@ impl QLinearConv {
     }
 
     /// Checks the inputs; returns the output shape and type.
-    fn check(&self, inputs: &[Option<(DType, &[usize])>]) -> Result<(Vec<usize>, DType)> {
+    fn check(&self, inputs: &[Option<(DType, &[usize])>]) -> Result<(ConvShape, DType)> {
         if inputs.len() < 8 || inputs.len() > 9 {
             invalid!("QLinearConv takes 8 or 9 inputs ({}), got {}", NAMES.join(", "), inputs.len());
         }
@@ -70,7 +70,7 @@ impl QLinearConv {
         {
             invalid!("bias B must be int32 of shape [{}], got {} {:?}", shape.m, b.0, b.1);
         }
-        Ok((shape.shape(), zy.0))
+        Ok((shape, zy.0))
     }
 }
 
@@ -82,7 +82,7 @@ impl Op for QLinearConv {
     fn infer(&self, inputs: &[Option<InferInput>]) -> Result<Vec<TypeShape>> {
         let ts: Vec<_> = inputs.iter().map(|i| i.map(|i| (i.dtype, i.shape))).collect();
         let (shape, dtype) = self.check(&ts)?;
-        Ok(vec![TypeShape::new(dtype, shape)])
+        Ok(vec![TypeShape::new(dtype, shape.shape())])
     }
 
     fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
@@ -93,7 +93,7 @@ impl Op for QLinearConv {
         for (t, i) in ts.iter_mut().zip(inputs) {
             *t = i.map(|i| (i.dtype(), i.shape));
         }
-        let (_, dtype) = self.check(&ts[..inputs.len()])?;
+        let (shape, dtype) = self.check(&ts[..inputs.len()])?;
         let t = |i: usize| required(inputs, i, NAMES[i]);
         let (x, sx, zx, w, sw, zw, sy, zy) = (t(0)?, t(1)?, t(2)?, t(3)?, t(4)?, t(5)?, t(6)?, t(7)?);
         let bias = match optional(inputs, 8) {
@@ -106,7 +106,7 @@ impl Op for QLinearConv {
         let (xzp, yzp) = (read_q(zx.data, 0), read_q(zy.data, 0));
         let per = |d: crate::tensor::DataRef, m: usize| if d.len() == 1 { 0 } else { m };
         let wzp = |m: usize| read_q(zw.data, per(zw.data, m));
-        if y.dtype() != dtype || y.data.len() != numel(&conv_shape(&self.conv, x.shape, w.shape)?.shape()) {
+        if y.dtype() != dtype || y.data.len() != shape.numel() {
             invalid!("QLinearConv: output type or size does not match the inferred one");
         }
         let out = &mut y.data;
