@@ -61,7 +61,27 @@ pub unsafe fn kernel_avx2_6x16(kg: usize, a: *const *const u8, b: *const u8, c: 
             0, -128, 1, -128, 0, -128, 1, -128, 0, -128, 1, -128, 0, -128, 1, -128, 0, -128, 1, -128, 0, -128, 1, -128,
             0, -128, 1, -128, 0, -128, 1, -128,
         );
-        for g in 0..kg {
+        // Two K groups (4 activation bytes) per step: one 32-bit broadcast, two shuffles.
+        let spread_hi = _mm256_add_epi8(spread, _mm256_set1_epi32(0x0002_0002));
+        let mut g = 0;
+        while g + 2 <= kg {
+            let b0 = _mm256_loadu_si256(bp as *const __m256i);
+            let b1 = _mm256_loadu_si256(bp.add(32) as *const __m256i);
+            let b2 = _mm256_loadu_si256(bp.add(64) as *const __m256i);
+            let b3 = _mm256_loadu_si256(bp.add(96) as *const __m256i);
+            for i in 0..6 {
+                let quad = _mm256_set1_epi32((r[i].add(2 * g) as *const i32).read_unaligned());
+                let lo = _mm256_shuffle_epi8(quad, spread);
+                let hi = _mm256_shuffle_epi8(quad, spread_hi);
+                let s0 = _mm256_add_epi32(_mm256_madd_epi16(lo, b0), _mm256_madd_epi16(hi, b2));
+                let s1 = _mm256_add_epi32(_mm256_madd_epi16(lo, b1), _mm256_madd_epi16(hi, b3));
+                acc[i][0] = _mm256_add_epi32(acc[i][0], s0);
+                acc[i][1] = _mm256_add_epi32(acc[i][1], s1);
+            }
+            bp = bp.add(128);
+            g += 2;
+        }
+        if g < kg {
             let b0 = _mm256_loadu_si256(bp as *const __m256i);
             let b1 = _mm256_loadu_si256(bp.add(32) as *const __m256i);
             for i in 0..6 {
@@ -70,7 +90,6 @@ pub unsafe fn kernel_avx2_6x16(kg: usize, a: *const *const u8, b: *const u8, c: 
                 acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
                 acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
             }
-            bp = bp.add(64);
         }
         for (i, row) in acc.iter().enumerate() {
             let cp = c.add(i * ldc) as *mut __m256i;
