@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod calibrate;
 pub mod histogram;
+pub mod weights;
 
 pub use cache::CalibrationCache;
 pub use calibrate::{Calibrator, Collector, Method};
