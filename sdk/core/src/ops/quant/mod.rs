@@ -58,6 +58,24 @@ mod tests {
         assert!(build("Conv", &Attrs::new(), 21).is_none());
         assert!(crate::ops::supported_ops().contains(&"QLinearConv"));
     }
+
+    /// In a graph, a bad scale is an error that names the node, its op type and the fix.
+    #[test]
+    fn graph_errors_name_the_node() {
+        use crate::graph::{Dim, Graph};
+        use crate::tensor::{DType, Tensor};
+        let mut g = Graph { opset: 13, ..Graph::default() };
+        let x = g.add_value("x", Some(DType::F32), Some(vec![Dim::Fixed(2), Dim::Fixed(3)]));
+        let s = g.add_constant("s", Tensor::from_f32(&[2], vec![1.0, 2.0]).unwrap());
+        let y = g.add_value("y", None, None);
+        g.add_node("q_bad", "QuantizeLinear", Attrs::new(), vec![Some(x), Some(s)], vec![Some(y)]).unwrap();
+        g.inputs.push(x);
+        g.outputs.push(y);
+        let inputs = [("x".to_string(), Tensor::from_f32(&[2, 3], vec![0.0; 6]).unwrap())].into();
+        let e = g.run_reference(&inputs).unwrap_err().to_string();
+        assert!(e.contains("q_bad") && e.contains("QuantizeLinear"), "{e}");
+        assert!(e.contains("one value per index of axis 1 (size 3)") && e.contains("hint"), "{e}");
+    }
 }
 
 #[cfg(test)]
