@@ -7,7 +7,7 @@
 //! B's column sums: `sum_k (a - za) * w = sum_k a * w - za * sum_k w`.
 //!
 //! Kernels (chosen from the [`Isa`] like the f32 GEMM, so `EDGERT_ISA` forces any path):
-//! AVX-512 VNNI 8x32 (`vpdpbusd`, 4 K values per 32-bit lane), AVX2 6x16 (exact int16
+//! AVX-512 VNNI 8x32 (`vpdpbusd`, 4 K values per 32-bit lane), AVX2 4x16 (exact int16
 //! `vpmaddwd`, 2 K values per lane), and a portable 4x16. B's packing is the kernel's: a
 //! panel of `nr` columns holds, for each group of `kpack` K values, `nr` lanes of `kpack`
 //! weights (zero past K and N).
@@ -32,7 +32,7 @@ pub type I8KernelFn = unsafe fn(kg: usize, a: *const *const u8, b: *const u8, c:
 pub enum I8Kind {
     /// AVX-512 VNNI 8x32, int8 weights, 4 K per lane.
     Vnni512,
-    /// AVX2 6x16, int16 weights, 2 K per lane.
+    /// AVX2 4x16, int16 weights, 2 K per lane.
     Avx2,
     /// Portable 4x16, int8 weights, 4 K per lane.
     Portable,
@@ -82,7 +82,7 @@ impl I8Kernel {
     pub fn of(kind: I8Kind) -> I8Kernel {
         match kind {
             I8Kind::Vnni512 => I8Kernel { kind, mr: 8, nr: 32, kpack: 4, wbytes: 1 },
-            I8Kind::Avx2 => I8Kernel { kind, mr: 6, nr: 16, kpack: 2, wbytes: 2 },
+            I8Kind::Avx2 => I8Kernel { kind, mr: 4, nr: 16, kpack: 2, wbytes: 2 },
             I8Kind::Portable => I8Kernel { kind, mr: 4, nr: 16, kpack: 4, wbytes: 1 },
         }
     }
@@ -104,7 +104,7 @@ impl I8Kernel {
             #[cfg(target_arch = "x86_64")]
             I8Kind::Vnni512 => super::gemm_i8_x86::kernel_vnni_8x32,
             #[cfg(target_arch = "x86_64")]
-            I8Kind::Avx2 => super::gemm_i8_x86::kernel_avx2_6x16,
+            I8Kind::Avx2 => super::gemm_i8_x86::kernel_avx2_x16::<4>,
             _ => kernel_portable_4x16,
         }
     }

@@ -40,20 +40,29 @@ pub unsafe fn kernel_vnni_8x32(kg: usize, a: *const *const u8, b: *const u8, c: 
     }
 }
 
-/// AVX2 6x16 tile without VNNI, exact: weights are packed widened to int16, two K values
-/// per 32-bit lane; per row, the two activation bytes are broadcast as an int16 pair and
-/// `vpmaddwd` forms `a0*w0 + a1*w1` in int32 (at most 2 * 255 * 128: no overflow). This
-/// avoids `vpmaddubsw`, whose int16 sum of two u8 x s8 products saturates (255 * -128 * 2
-/// < -32768), at the cost of half its products per instruction.
+/// AVX2 `MR`x16 tile without VNNI, exact (used with MR = 4: fewer rows leave registers for
+/// two K groups in flight; 4 measured faster than 5 and 6 on this machine). Weights are
+/// packed widened to int16, two K values per 32-bit lane; per row, four activation bytes are
+/// broadcast and shuffled into two int16 pairs, and `vpmaddwd` forms `a0*w0 + a1*w1` in int32
+/// (at most 2 * 255 * 128: no overflow). This avoids `vpmaddubsw`, whose int16 sum of two
+/// u8 x s8 products saturates (255 * -128 * 2 < -32768), at the cost of half its products per
+/// instruction.
 ///
 /// # Safety
-/// The CPU must have AVX2; pointers as for [`super::gemm_i8::I8KernelFn`] (mr 6, nr 16,
+/// The CPU must have AVX2; pointers as for [`super::gemm_i8::I8KernelFn`] (mr `MR`, nr 16,
 /// kpack 2, int16 weights).
 #[target_feature(enable = "avx2")]
-pub unsafe fn kernel_avx2_6x16(kg: usize, a: *const *const u8, b: *const u8, c: *mut i32, ldc: usize, acc_in: bool) {
+pub unsafe fn kernel_avx2_x16<const MR: usize>(
+    kg: usize,
+    a: *const *const u8,
+    b: *const u8,
+    c: *mut i32,
+    ldc: usize,
+    acc_in: bool,
+) {
     unsafe {
-        let r: [*const u8; 6] = std::array::from_fn(|i| *a.add(i));
-        let mut acc = [[_mm256_setzero_si256(); 2]; 6];
+        let r: [*const u8; MR] = std::array::from_fn(|i| *a.add(i));
+        let mut acc = [[_mm256_setzero_si256(); 2]; MR];
         let mut bp = b;
         // Spreads a broadcast byte pair (a0 a1 a0 a1 ...) into int16 lanes (a0, a1) per
         // 32-bit lane: bytes 0 and 1 of each pair, zero high bytes (0x80 zeroes).
@@ -69,7 +78,7 @@ pub unsafe fn kernel_avx2_6x16(kg: usize, a: *const *const u8, b: *const u8, c: 
             let b1 = _mm256_loadu_si256(bp.add(32) as *const __m256i);
             let b2 = _mm256_loadu_si256(bp.add(64) as *const __m256i);
             let b3 = _mm256_loadu_si256(bp.add(96) as *const __m256i);
-            for i in 0..6 {
+            for i in 0..MR {
                 let quad = _mm256_set1_epi32((r[i].add(2 * g) as *const i32).read_unaligned());
                 let lo = _mm256_shuffle_epi8(quad, spread);
                 let hi = _mm256_shuffle_epi8(quad, spread_hi);
@@ -84,7 +93,7 @@ pub unsafe fn kernel_avx2_6x16(kg: usize, a: *const *const u8, b: *const u8, c: 
         if g < kg {
             let b0 = _mm256_loadu_si256(bp as *const __m256i);
             let b1 = _mm256_loadu_si256(bp.add(32) as *const __m256i);
-            for i in 0..6 {
+            for i in 0..MR {
                 let pair = (r[i].add(2 * g) as *const i16).read_unaligned();
                 let av = _mm256_shuffle_epi8(_mm256_set1_epi16(pair), spread);
                 acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
