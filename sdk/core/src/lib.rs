@@ -16,6 +16,7 @@ pub mod onnx;
 pub mod ops;
 pub mod passes;
 pub mod plan;
+pub mod quant;
 pub mod tensor;
 
 pub use context::Context;

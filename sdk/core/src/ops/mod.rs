@@ -13,6 +13,7 @@ pub mod elementwise;
 pub mod fused;
 pub mod linalg;
 pub mod nn;
+pub mod quant;
 pub mod reduce;
 pub mod rnn;
 pub mod shape;
@@ -115,6 +116,7 @@ pub fn build_op(op_type: &str, attrs: &Attrs, opset: i64) -> Option<Result<Box<d
         .or_else(|| rnn::build(op_type, attrs, opset))
         .or_else(|| fused::build(op_type, attrs, opset))
         .or_else(|| control::build(op_type, attrs, opset))
+        .or_else(|| quant::build(op_type, attrs, opset))
 }
 
 /// All op types `build_op` knows, sorted (for `edgert inspect --ops` and error hints).
@@ -127,6 +129,7 @@ pub fn supported_ops() -> Vec<&'static str> {
         .chain(linalg::OP_TYPES)
         .chain(rnn::OP_TYPES)
         .chain(control::OP_TYPES)
+        .chain(quant::OP_TYPES)
         .copied()
         .collect();
     v.sort_unstable();
