@@ -53,16 +53,24 @@ pub struct I8Kernel {
     pub wbytes: usize,
 }
 
-/// Whether this CPU has AVX-512 VNNI (with AVX-512F).
+/// Whether the AVX-512 VNNI kernel may run: the CPU has AVX-512F and VNNI, and
+/// `EDGERT_I8_VNNI=1` is set. The kernel was written and compiled on machines without VNNI
+/// and has never run; until its differential tests have passed on a VNNI CPU it is opt-in
+/// (VNNI CPUs use the exact AVX2 kernel by default, which is tested).
 pub fn vnni_supported() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni")
+        vnni_opted_in() && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
     }
+}
+
+/// `EDGERT_I8_VNNI=1`: opt in to the unverified VNNI kernel (see [`vnni_supported`]).
+pub fn vnni_opted_in() -> bool {
+    std::env::var("EDGERT_I8_VNNI").is_ok_and(|v| v.trim() == "1")
 }
 
 impl I8Kernel {
