@@ -480,8 +480,7 @@ fn depthwise_plane(p: &Conv2d, lay: &DwLayout, x: &[f32], w: &[f32], bias: f32, 
                 for kx in 0..p.kw {
                     let wv = w[ky * p.kw + kx];
                     let t = kx * dx;
-                    let src: &[f32; DW_LANES] =
-                        row[(t % sx) * lay.row_len + t / sx + ox0..][..DW_LANES].try_into().expect("16 floats");
+                    let src = &row[(t % sx) * lay.row_len + t / sx + ox0..][..DW_LANES];
                     for j in 0..DW_LANES {
                         acc[j] += wv * src[j];
                     }

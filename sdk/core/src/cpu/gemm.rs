@@ -160,8 +160,7 @@ pub fn gemm(
         }
         BMatrix::RowMajor { data, ld } => assert!(k == 0 || (ld >= n && data.len() >= (k - 1) * ld + n), "B too small"),
     }
-    assert!(k == 0 || a.len() >= (m - 1) * lda + k, "A too small");
-    assert!(c.len() >= (m - 1) * ldc + n, "C too small");
+    assert_a_and_c(m, n, k, a, lda, c, ldc);
     let mb = m.div_ceil(MC);
     let nb = n.div_ceil(NC);
     let c_ptr = SyncPtr(c.as_mut_ptr());
@@ -208,8 +207,7 @@ pub fn gemm_packing(
     let kern = kernel(isa);
     let nr = kern.nr;
     assert!(bp.len() >= packed_b_len(k, n, nr), "packed B buffer too small");
-    assert!(k == 0 || a.len() >= (m - 1) * lda + k, "A too small");
-    assert!(c.len() >= (m - 1) * ldc + n, "C too small");
+    assert_a_and_c(m, n, k, a, lda, c, ldc);
     let (mb, nb) = (m.div_ceil(MC), n.div_ceil(NC));
     let (c_ptr, c_len) = (SyncPtr(c.as_mut_ptr()), c.len());
     let bp_ptr = SyncPtr(bp.as_mut_ptr());
@@ -233,6 +231,13 @@ pub fn gemm_packing(
         Some(pool) if nb > 1 => pool.run(nb, &task),
         _ => (0..nb).for_each(task),
     }
+}
+
+/// The operand-size contract of [`gemm`] and [`gemm_packing`] for A (`m x k`, row stride
+/// `lda`) and C (`m x n`, row stride `ldc`); `m >= 1`.
+fn assert_a_and_c(m: usize, n: usize, k: usize, a: &[f32], lda: usize, c: &[f32], ldc: usize) {
+    assert!(k == 0 || a.len() >= (m - 1) * lda + k, "A too small");
+    assert!(c.len() >= (m - 1) * ldc + n, "C too small");
 }
 
 /// One task: rows × cols of C over the whole K, epilogue included.

@@ -175,7 +175,7 @@ fn isa_choice() {
 /// positions, N = 256 channels, K = 2304) in INT8 against the f32 GEMM on the same shape.
 /// `cargo test --release -p edgert-core --lib bench_gemm_i8 -- --ignored --nocapture`
 #[test]
-#[ignore]
+#[ignore = "benchmark, not a check: prints GOPS/GFLOPS; meaningful only in a release build on a quiet machine"]
 fn bench_gemm_i8_vs_f32() {
     use std::time::Instant;
     let (m, n, k) = (3136, 256, 2304);
