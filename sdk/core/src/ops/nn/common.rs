@@ -179,6 +179,20 @@ impl Geometry {
     pub fn input_pos(&self, d: usize, o: usize, k: usize) -> isize {
         (o * self.stride[d] + k * self.dilation[d]) as isize - self.pad_begin[d] as isize
     }
+    /// Row-major offset into one input plane of the tap at kernel index `k` of the window
+    /// at output index `o` (both over the spatial dims), or `None` when it falls in padding.
+    #[inline]
+    pub fn tap_offset(&self, o: &[usize; MAX_SPATIAL], k: &[usize; MAX_SPATIAL]) -> Option<usize> {
+        let mut off = 0usize;
+        for d in 0..self.nsp {
+            let p = self.input_pos(d, o[d], k[d]);
+            if p < 0 || p as usize >= self.input[d] {
+                return None;
+            }
+            off = off * self.input[d] + p as usize;
+        }
+        Some(off)
+    }
     /// Product of the output spatial dims.
     pub fn output_size(&self) -> usize {
         self.output[..self.nsp].iter().product()

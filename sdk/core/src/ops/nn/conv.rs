@@ -119,18 +119,7 @@ fn conv<T: Real>(op: &Conv, x: TensorRef, w: TensorRef, b: Option<TensorRef>, y:
                     let w_base = (mi * cg + cl) * k_size;
                     let mut k = [0usize; MAX_SPATIAL];
                     for wk in 0..k_size {
-                        // Row-major offset of the input tap, or None if it falls in padding.
-                        let mut off = 0usize;
-                        let mut inside = true;
-                        for d in 0..nsp {
-                            let p = geo.input_pos(d, o[d], k[d]);
-                            if p < 0 || p as usize >= geo.input[d] {
-                                inside = false;
-                                break;
-                            }
-                            off = off * geo.input[d] + p as usize;
-                        }
-                        if inside {
+                        if let Some(off) = geo.tap_offset(&o, &k) {
                             acc += xs[x_base + off].f() * ws[w_base + wk].f();
                         }
                         next_index(&mut k[..nsp], &geo.kernel[..nsp]);

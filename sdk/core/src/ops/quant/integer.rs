@@ -75,18 +75,8 @@ pub fn conv_i32(
                     let w_base = (mi * cg + cl) * k_size;
                     let mut k = [0usize; MAX_SPATIAL];
                     for wk in 0..k_size {
-                        let mut off = 0usize;
-                        let mut inside = true;
-                        for d in 0..nsp {
-                            let p = geo.input_pos(d, o[d], k[d]);
-                            if p < 0 || p as usize >= geo.input[d] {
-                                inside = false;
-                                break;
-                            }
-                            off = off * geo.input[d] + p as usize;
-                        }
                         // Padding is the zero point: (xzp - xzp) contributes nothing.
-                        if inside {
+                        if let Some(off) = geo.tap_offset(&o, &k) {
                             let xv = read_q(x.data, x_base + off) - xzp;
                             let wv = read_q(w.data, w_base + wk) - wz;
                             acc = acc.wrapping_add(xv.wrapping_mul(wv));
