@@ -290,11 +290,21 @@ pub fn gemm_u8s8(
         I8Out::I8(v) => OutPtr::I8(v.as_mut_ptr()),
         I8Out::F32(v) => OutPtr::F32(v.as_mut_ptr()),
     };
-    let tasks = m.div_ceil(MC);
+    // Row blocks of MC; when there are too few of them to keep every thread busy (a late
+    // convolution layer has few positions and many channels), the panels are split too.
+    let row_tasks = m.div_ceil(MC);
+    let panels = n.div_ceil(kern.nr);
+    let threads = pool.map_or(1, |p| p.threads());
+    let col_chunks = if row_tasks < 2 * threads { (2 * threads).div_ceil(row_tasks).min(panels) } else { 1 };
+    let per_chunk = panels.div_ceil(col_chunks);
+    let tasks = row_tasks * col_chunks;
     let task = |t: usize| {
-        let rows = t * MC..m.min((t + 1) * MC);
-        // SAFETY: each task writes only rows `rows` of the output, checked in range above.
-        unsafe { block(kern, a, lda, b, rows, ptr, ldc, ep) };
+        let (rb, cc) = (t / col_chunks, t % col_chunks);
+        let rows = rb * MC..m.min((rb + 1) * MC);
+        let cols = (cc * per_chunk).min(panels)..((cc + 1) * per_chunk).min(panels);
+        // SAFETY: each task writes only rows `rows` x panels `cols` of the output, checked in
+        // range above; tasks' (rows, panels) pairs are disjoint.
+        unsafe { block(kern, a, lda, b, rows, cols, ptr, ldc, ep) };
     };
     match pool {
         Some(pool) if tasks > 1 => pool.run(tasks, &task),
@@ -302,11 +312,11 @@ pub fn gemm_u8s8(
     }
 }
 
-/// One task: rows `rows` of the output, all columns.
+/// One task: rows `rows` of the output, the columns of panels `panels`.
 ///
 /// # Safety
 /// `out` must be valid for rows `rows` (row stride `ldc`, `b.n` columns) and no other thread
-/// may write them.
+/// may write those rows' columns in `panels`.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 unsafe fn block(
@@ -315,6 +325,7 @@ unsafe fn block(
     lda: usize,
     b: &PackedB,
     rows: std::ops::Range<usize>,
+    panels: std::ops::Range<usize>,
     out: OutPtr,
     ldc: usize,
     ep: &Requant,
@@ -341,7 +352,7 @@ unsafe fn block(
         for i in 0..mr {
             tail_ptrs[i] = tails[i].as_ptr();
         }
-        for p in 0..n.div_ceil(nr) {
+        for p in panels.clone() {
             let j0 = p * nr;
             let w = nr.min(n - j0);
             let panel = &b.data[p * panel_bytes..(p + 1) * panel_bytes];

@@ -5,6 +5,7 @@
 //! has (`EDGERT_ISA` forces one).
 
 pub mod conv;
+pub mod conv_i8;
 pub mod epilogue;
 pub mod gemm;
 pub mod gemm_i8;

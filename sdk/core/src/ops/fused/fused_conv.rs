@@ -76,26 +76,75 @@ impl FusedConv {
 
     /// The 2-D geometry for the fast kernel, when it applies.
     fn conv2d(&self, x: &[usize], w: &[usize], b: Option<&[usize]>) -> Result<Option<Conv2d>> {
-        let (geo, n, c, m) = self.conv.check(x, w, b)?;
-        if geo.nsp != 2 {
-            return Ok(None);
-        }
-        Ok(Some(Conv2d {
-            n,
-            c,
-            h: geo.input[0],
-            w: geo.input[1],
-            m,
-            group: self.conv.group,
-            kh: geo.kernel[0],
-            kw: geo.kernel[1],
-            stride: [geo.stride[0], geo.stride[1]],
-            dilation: [geo.dilation[0], geo.dilation[1]],
-            pad: [geo.pad_begin[0], geo.pad_begin[1]],
-            oh: geo.output[0],
-            ow: geo.output[1],
-        }))
+        conv2d_geometry(&self.conv, x, w, b)
     }
+}
+
+/// The 2-D geometry of `conv` for these shapes, or `None` for another spatial rank.
+pub(crate) fn conv2d_geometry(conv: &Conv, x: &[usize], w: &[usize], b: Option<&[usize]>) -> Result<Option<Conv2d>> {
+    let (geo, n, c, m) = conv.check(x, w, b)?;
+    if geo.nsp != 2 {
+        return Ok(None);
+    }
+    Ok(Some(Conv2d {
+        n,
+        c,
+        h: geo.input[0],
+        w: geo.input[1],
+        m,
+        group: conv.group,
+        kh: geo.kernel[0],
+        kw: geo.kernel[1],
+        stride: [geo.stride[0], geo.stride[1]],
+        dilation: [geo.dilation[0], geo.dilation[1]],
+        pad: [geo.pad_begin[0], geo.pad_begin[1]],
+        oh: geo.output[0],
+        ow: geo.output[1],
+    }))
+}
+
+/// Checks a fused convolution's epilogue inputs against its output `y`: the residual `r`
+/// (shaped like `y`, or with fewer channels) and the PRelu slope `s` (one per channel, given
+/// exactly when the activation is PRelu).
+pub(crate) fn check_epilogue_inputs(
+    y: &TypeShape,
+    r: Option<InferInput>,
+    s: Option<InferInput>,
+    activation: Activation,
+) -> Result<()> {
+    // R is shaped like Y, or has fewer channels (a folded zero channel Pad).
+    if let Some(r) = r
+        && (r.dtype != y.dtype
+            || r.shape.len() != y.shape.len()
+            || r.shape.len() < 2
+            || r.shape[1] > y.shape[1]
+            || r.shape[0] != y.shape[0]
+            || r.shape[2..] != y.shape[2..])
+    {
+        invalid!(
+            "residual R must be {} {:?} like the output (or with fewer channels), got {} {:?}",
+            y.dtype,
+            y.shape,
+            r.dtype,
+            r.shape
+        );
+    }
+    match (s, activation) {
+        (Some(s), Activation::PRelu) => {
+            if s.dtype != y.dtype || s.shape.iter().product::<usize>() != y.shape[1] {
+                invalid!(
+                    "PRelu slope S must hold one {} per output channel ({}), got {:?}",
+                    y.dtype,
+                    y.shape[1],
+                    s.shape
+                );
+            }
+        }
+        (None, Activation::PRelu) => invalid!("activation PRelu needs the slope input S"),
+        (Some(_), _) => invalid!("slope input S is only used with activation PRelu"),
+        (None, _) => {}
+    }
+    Ok(())
 }
 
 impl Op for FusedConv {
@@ -106,38 +155,7 @@ impl Op for FusedConv {
     fn infer(&self, inputs: &[Option<InferInput>]) -> Result<Vec<TypeShape>> {
         let out = self.conv.infer(&inputs[..inputs.len().min(3)])?;
         let y = &out[0];
-        // R is shaped like Y, or has fewer channels (a folded zero channel Pad).
-        if let Some(Some(r)) = inputs.get(3)
-            && (r.dtype != y.dtype
-                || r.shape.len() != y.shape.len()
-                || r.shape.len() < 2
-                || r.shape[1] > y.shape[1]
-                || r.shape[0] != y.shape[0]
-                || r.shape[2..] != y.shape[2..])
-        {
-            invalid!(
-                "residual R must be {} {:?} like the output (or with fewer channels), got {} {:?}",
-                y.dtype,
-                y.shape,
-                r.dtype,
-                r.shape
-            );
-        }
-        match (inputs.get(4).copied().flatten(), self.activation) {
-            (Some(s), Activation::PRelu) => {
-                if s.dtype != y.dtype || s.shape.iter().product::<usize>() != y.shape[1] {
-                    invalid!(
-                        "PRelu slope S must hold one {} per output channel ({}), got {:?}",
-                        y.dtype,
-                        y.shape[1],
-                        s.shape
-                    );
-                }
-            }
-            (None, Activation::PRelu) => invalid!("activation PRelu needs the slope input S"),
-            (Some(_), _) => invalid!("slope input S is only used with activation PRelu"),
-            (None, _) => {}
-        }
+        check_epilogue_inputs(y, inputs.get(3).copied().flatten(), inputs.get(4).copied().flatten(), self.activation)?;
         if y.dtype != DType::F32 && (inputs.len() > 3 || self.activation != Activation::None) {
             invalid!("a fused epilogue needs f32 tensors, got {}", y.dtype);
         }

@@ -7,16 +7,19 @@ use super::{Attrs, Op};
 use crate::error::Result;
 
 pub mod fused_conv;
+pub mod qconv;
 
 pub use fused_conv::FusedConv;
+pub use qconv::QConv;
 
 /// Op types this family builds.
-pub const OP_TYPES: &[&str] = &[fused_conv::OP_TYPE];
+pub const OP_TYPES: &[&str] = &[fused_conv::OP_TYPE, qconv::OP_TYPE];
 
 /// Builds a fused op, or `None` when `op_type` is not one.
 pub fn build(op_type: &str, attrs: &Attrs, opset: i64) -> Option<Result<Box<dyn Op>>> {
     match op_type {
         fused_conv::OP_TYPE => Some(FusedConv::build(attrs, opset).map(|o| Box::new(o) as Box<dyn Op>)),
+        qconv::OP_TYPE => Some(QConv::build(attrs, opset).map(|o| Box::new(o) as Box<dyn Op>)),
         _ => None,
     }
 }
