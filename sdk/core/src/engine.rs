@@ -24,8 +24,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, ValueId};
 use crate::onnx::from_le_bytes;
-use crate::passes;
+use crate::passes::{self, LayerPrecision};
 use crate::plan::{self, PlanSummary};
+use crate::quant::collect::{Sample, collect};
+use crate::quant::{CalibrationCache, Method};
 use crate::tensor::{DType, Tensor};
 
 /// File magic.
@@ -125,6 +127,49 @@ pub struct BuildInfo {
     pub passes: Vec<(String, usize)>,
     /// The plan for the build shapes, when they were known.
     pub plan: Option<PlanSummary>,
+    /// The precision asked for (`fp32`, `int8`); empty in files from before INT8 builds.
+    #[serde(default)]
+    pub precision: String,
+    /// Each node's precision and why (INT8 builds; empty for fp32).
+    #[serde(default)]
+    pub layers: Vec<LayerPrecision>,
+}
+
+/// Runs the default passes; returns what each changed.
+fn optimize(graph: &mut Graph) -> Result<Vec<(String, usize)>> {
+    let mut report = Vec::new();
+    for (name, pass) in passes::default_passes() {
+        let n = pass(graph)?;
+        report.push((name.to_string(), n));
+    }
+    Ok(report)
+}
+
+/// The plan for `shapes` (an error only when shapes were given and planning fails).
+fn plan_summary(graph: &Graph, shapes: Option<&HashMap<String, Vec<usize>>>) -> Result<Option<PlanSummary>> {
+    let empty = HashMap::new();
+    match plan::plan(graph, shapes.unwrap_or(&empty)) {
+        Ok(p) => Ok(Some(p.summary(graph))),
+        Err(e) if shapes.is_some() => Err(e),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Where an INT8 build gets its activation scales.
+pub enum Int8Scales<'a> {
+    /// A calibration cache (read from a file, or edited by hand).
+    Cache(CalibrationCache),
+    /// Calibrate now: run the float32 engine over `samples` and pick scales by `method`.
+    Calibrate {
+        /// The samples.
+        samples: &'a mut dyn Iterator<Item = Result<Sample>>,
+        /// The calibration method.
+        method: Method,
+        /// Threads for the calibration runs.
+        threads: usize,
+        /// Called after each sample with the count so far.
+        progress: &'a mut dyn FnMut(usize),
+    },
 }
 
 /// An optimized model with its weights.
@@ -147,18 +192,36 @@ impl Engine {
     /// Optimizes `graph` and, when `shapes` is given (or every input shape is fixed), plans
     /// it for those shapes so the file records the arena layout.
     pub fn build(mut graph: Graph, shapes: Option<&HashMap<String, Vec<usize>>>) -> Result<Engine> {
-        let mut report = Vec::new();
-        for (name, pass) in passes::default_passes() {
-            let n = pass(&mut graph)?;
-            report.push((name.to_string(), n));
-        }
-        let empty = HashMap::new();
-        let plan = match plan::plan(&graph, shapes.unwrap_or(&empty)) {
-            Ok(p) => Some(p.summary(&graph)),
-            Err(e) if shapes.is_some() => return Err(e),
-            Err(_) => None,
+        let report = optimize(&mut graph)?;
+        let plan = plan_summary(&graph, shapes)?;
+        let build = BuildInfo { passes: report, plan, precision: "fp32".into(), layers: Vec::new() };
+        Ok(Engine { graph, target: Target::host_cpu(), build })
+    }
+
+    /// As [`Engine::build`], then INT8: convolutions whose inputs have scales run on the INT8
+    /// kernels (`passes::quantize_int8`); the report lists every node's precision and why.
+    /// Returns the engine and the scales used (to write as a calibration cache).
+    pub fn build_int8(
+        mut graph: Graph,
+        shapes: Option<&HashMap<String, Vec<usize>>>,
+        scales: Int8Scales,
+    ) -> Result<(Engine, CalibrationCache)> {
+        let mut report = optimize(&mut graph)?;
+        let cache = match scales {
+            Int8Scales::Cache(c) => c,
+            Int8Scales::Calibrate { samples, method, threads, progress } => {
+                let wanted = passes::quantize_int8::int8_inputs(&graph);
+                collect(&graph, &wanted, samples, threads, progress)?.cache(method)
+            }
         };
-        Ok(Engine { graph, target: Target::host_cpu(), build: BuildInfo { passes: report, plan } })
+        let layers = passes::quantize_int8(&mut graph, &cache)?;
+        let int8 = layers.iter().filter(|l| l.precision == "int8").count();
+        report.push(("quantize_int8".to_string(), int8));
+        let dead = passes::remove_dead_nodes(&mut graph)?;
+        report.push(("remove_dead_nodes".to_string(), dead));
+        let plan = plan_summary(&graph, shapes)?;
+        let build = BuildInfo { passes: report, plan, precision: "int8".into(), layers };
+        Ok((Engine { graph, target: Target::host_cpu(), build }, cache))
     }
 
     /// Serializes to the engine file format.

@@ -4,6 +4,7 @@ mod fold_batchnorm;
 mod fold_channel_pad;
 mod fold_constants;
 mod fuse_conv_epilogue;
+pub mod quantize_int8;
 mod remove_dead_nodes;
 mod remove_identity;
 
@@ -11,6 +12,7 @@ pub use fold_batchnorm::fold_batchnorm;
 pub use fold_channel_pad::fold_channel_pad;
 pub use fold_constants::fold_constants;
 pub use fuse_conv_epilogue::fuse_conv_epilogue;
+pub use quantize_int8::{LayerPrecision, quantize_int8};
 pub use remove_dead_nodes::remove_dead_nodes;
 pub use remove_identity::remove_identity;
 

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod calibrate;
+pub mod collect;
 pub mod histogram;
 pub mod weights;
 
