@@ -240,6 +240,7 @@ impl<'a> DataRef<'a> {
         }
     }
     /// The raw bytes (native endianness).
+    #[allow(clippy::unnecessary_cast)] // the cast is needed for every element type but u8
     pub fn as_bytes(&self) -> &'a [u8] {
         // SAFETY: every element type here is plain old data without padding; bool is one
         // byte holding 0 or 1.

@@ -33,7 +33,9 @@ pub fn collect(
     let engine = Arc::new(Engine { graph: g, target: Target::host_cpu(), build: BuildInfo::default() });
     let names: Vec<String> = values.iter().map(|&v| engine.graph.values[v].name.clone()).collect();
     let mut calibrator = Calibrator::new();
-    let mut ctx: Option<(Vec<(String, Vec<usize>)>, Context)> = None;
+    // The context, with the input shapes it was planned for.
+    type Shapes = Vec<(String, Vec<usize>)>;
+    let mut ctx: Option<(Shapes, Context)> = None;
     let mut count = 0;
     for sample in samples {
         let sample = sample?;
