@@ -1,6 +1,7 @@
 //! `edgert`: build, run, bench and inspect engines (the role trtexec plays for TensorRT).
 
 mod bench;
+mod calib;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,25 @@ enum Cmd {
         /// Input shape to plan for, `NAME=1x3x128x128` (repeatable); symbolic dims otherwise 1.
         #[arg(long = "shape", value_name = "NAME=DIMS")]
         shapes: Vec<String>,
+        /// Precision: `fp32`, or `int8` (convolutions on INT8 kernels, scales from `--calib`
+        /// or `--calib-cache`). `fp16` and `best` are not built yet.
+        #[arg(long, value_enum, default_value = "fp32")]
+        precision: PrecisionArg,
+        /// INT8 calibration data: a folder of images, `.npy` tensors, or one folder per sample.
+        #[arg(long, value_name = "DIR")]
+        calib: Option<PathBuf>,
+        /// Calibration method: `entropy` (TensorRT's KL calibrator), `minmax`, `percentile[:P]`.
+        #[arg(long, default_value = "entropy")]
+        calib_method: String,
+        /// Calibration cache: used when it exists (delete it to recalibrate); written after
+        /// calibrating with `--calib`. Human readable: one `tensor scale` per line.
+        #[arg(long, value_name = "FILE")]
+        calib_cache: Option<PathBuf>,
+        #[command(flatten)]
+        image: calib::ImageArgs,
+        /// Threads for calibration runs.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
     },
     /// Run a model or engine once on `.npy` inputs and write each output as `.npy`.
     Run {
@@ -67,7 +87,19 @@ enum Cmd {
         /// Print the graph after each optimization pass (ONNX models).
         #[arg(long)]
         passes: bool,
+        /// List each layer's precision and why (engines built with `--precision int8`).
+        #[arg(long)]
+        layers: bool,
     },
+}
+
+/// `--precision` of `edgert build`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+enum PrecisionArg {
+    Fp32,
+    Fp16,
+    Int8,
+    Best,
 }
 
 /// `--device` of `edgert run`.
@@ -88,11 +120,21 @@ fn main() {
 
 fn real_main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Build { model, output, shapes } => {
+        Cmd::Build { model, output, shapes, precision, calib, calib_method, calib_cache, image, threads } => {
             let t0 = std::time::Instant::now();
             let graph = onnx::load_model(&model).with_context(|| format!("loading {}", model.display()))?;
             let shapes = with_default_dims(&graph, parse_shapes(&shapes)?);
-            let engine = Engine::build(graph, Some(&shapes))?;
+            let engine = match precision {
+                PrecisionArg::Fp32 => Engine::build(graph, Some(&shapes))?,
+                PrecisionArg::Int8 => {
+                    let int8 = Int8Build { calib, method: &calib_method, cache: calib_cache, image: &image, threads };
+                    build_int8(graph, &shapes, &int8)?
+                }
+                PrecisionArg::Fp16 | PrecisionArg::Best => bail!(
+                    "--precision {precision:?} is not built yet: FP16 kernels and the per-layer `best` choice are \
+                     still open (issue 4); use fp32 or int8"
+                ),
+            };
             engine.save(&output)?;
             let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
             println!(
@@ -114,7 +156,7 @@ fn real_main() -> Result<()> {
             run(&model, &inputs, output_dir.as_deref(), summary, top, device)
         }
         Cmd::Bench(args) => bench::bench(&args),
-        Cmd::Inspect { model, shapes, ops: list_ops, passes } => {
+        Cmd::Inspect { model, shapes, ops: list_ops, passes, layers } => {
             if list_ops {
                 for op in ops::supported_ops() {
                     println!("{op}");
@@ -127,9 +169,87 @@ fn real_main() -> Result<()> {
             if passes {
                 return print_passes(&model);
             }
-            inspect(&model, &parse_shapes(&shapes)?)
+            inspect(&model, &parse_shapes(&shapes)?, layers)
         }
     }
+}
+
+/// The INT8 options of `edgert build`.
+struct Int8Build<'a> {
+    calib: Option<PathBuf>,
+    method: &'a str,
+    cache: Option<PathBuf>,
+    image: &'a calib::ImageArgs,
+    threads: usize,
+}
+
+/// An INT8 build: scales from the cache file when it exists, else calibrated on `--calib`
+/// (and written to the cache file when one is named). Prints the per-precision summary.
+fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build) -> Result<Engine> {
+    use edgert_core::engine::Int8Scales;
+    use edgert_core::quant::{CalibrationCache, Method};
+    let existing = o.cache.as_ref().filter(|c| c.exists());
+    let (engine, _scales) = if let Some(path) = existing {
+        if o.calib.is_some() {
+            eprintln!("note: using calibration cache {} (delete it to recalibrate on --calib)", path.display());
+        }
+        let cache = CalibrationCache::read(path).with_context(|| format!("reading {}", path.display()))?;
+        Engine::build_int8(graph, Some(shapes), Int8Scales::Cache(cache))?
+    } else {
+        let dir = o.calib.as_ref().ok_or_else(|| {
+            anyhow!("--precision int8 needs calibration data (--calib DIR) or an existing --calib-cache FILE")
+        })?;
+        let method = Method::parse(o.method)?;
+        let inputs: Vec<(String, Vec<usize>)> = graph
+            .inputs
+            .iter()
+            .map(|&i| {
+                let v = &graph.values[i];
+                let dims = shapes.get(&v.name).cloned().or_else(|| {
+                    v.shape.as_ref().map(|d| d.iter().map(|x| if let Dim::Fixed(n) = x { *n } else { 1 }).collect())
+                });
+                dims.map(|d| (v.name.clone(), d))
+                    .ok_or_else(|| anyhow!("input `{}` has no shape: give --shape", v.name))
+            })
+            .collect::<Result<_>>()?;
+        let (total, mut samples) = calib::samples(dir, &inputs, o.image)?;
+        let t0 = std::time::Instant::now();
+        let mut progress = |n: usize| {
+            eprint!("\rcalibrating ({}): {n}/{total} samples, {:.1} s", method.name(), t0.elapsed().as_secs_f64());
+        };
+        let built = Engine::build_int8(
+            graph,
+            Some(shapes),
+            Int8Scales::Calibrate { samples: &mut samples, method, threads: o.threads, progress: &mut progress },
+        );
+        eprintln!();
+        let built = built?;
+        if let Some(path) = &o.cache {
+            built.1.write(path).with_context(|| format!("writing {}", path.display()))?;
+            println!("calibration cache: {} ({} tensors)", path.display(), built.1.scales.len());
+        }
+        built
+    };
+    print_precision_summary(&engine);
+    Ok(engine)
+}
+
+/// `int8: N layers, fp32: M (reason: count, ...)`.
+fn print_precision_summary(engine: &Engine) {
+    let layers = &engine.build.layers;
+    if layers.is_empty() {
+        return;
+    }
+    let int8 = layers.iter().filter(|l| l.precision == "int8").count();
+    let mut why: std::collections::BTreeMap<String, usize> = Default::default();
+    for l in layers.iter().filter(|l| l.precision != "int8") {
+        // Group reasons by their kind (the text before a tensor name or number).
+        let kind = l.reason.split([':', '`', '(']).next().unwrap_or("").trim().to_string();
+        *why.entry(kind).or_default() += 1;
+    }
+    let why: Vec<String> = why.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+    println!("precision: int8 {int8} layers, fp32 {} ({})", layers.len() - int8, why.join(", "));
+    println!("(`edgert inspect ENGINE --layers` lists each layer's precision and why)");
 }
 
 fn is_engine(path: &Path) -> bool {
@@ -327,7 +447,7 @@ fn print_passes(path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn inspect(path: &Path, shapes: &HashMap<String, Vec<usize>>) -> Result<()> {
+fn inspect(path: &Path, shapes: &HashMap<String, Vec<usize>>, list_layers: bool) -> Result<()> {
     let engine_file = is_engine(path);
     let engine = load_engine(path)?;
     let g = &engine.graph;
@@ -380,6 +500,21 @@ fn inspect(path: &Path, shapes: &HashMap<String, Vec<usize>>) -> Result<()> {
     }
     if let Some(p) = &engine.build.plan {
         println!("engine's recorded plan: arena {} bytes for {:?}", p.arena_bytes, p.input_shapes);
+    }
+    if !engine.build.precision.is_empty() {
+        println!("precision: {}", engine.build.precision);
+    }
+    print_precision_summary(&engine);
+    if list_layers {
+        if engine.build.layers.is_empty() {
+            println!(
+                "layers: every layer runs in {}",
+                if engine.build.precision.is_empty() { "fp32" } else { &engine.build.precision }
+            );
+        }
+        for l in &engine.build.layers {
+            println!("  {:<5} {:<40} {:<20} {}", l.precision, l.node, l.op_type, l.reason);
+        }
     }
     Ok(())
 }
