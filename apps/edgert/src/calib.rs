@@ -55,11 +55,7 @@ pub type Samples = Box<dyn Iterator<Item = edgert_core::Result<Sample>>>;
 /// The calibration samples in `dir` for a model with these inputs (name and concrete shape),
 /// as a lazy iterator (each image is decoded when its sample is taken), and how many
 /// samples there are.
-pub fn samples(
-    dir: &Path,
-    inputs: &[(String, Vec<usize>)],
-    args: &ImageArgs,
-) -> Result<(usize, Samples)> {
+pub fn samples(dir: &Path, inputs: &[(String, Vec<usize>)], args: &ImageArgs) -> Result<(usize, Samples)> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading calibration folder {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))

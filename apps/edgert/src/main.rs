@@ -214,16 +214,23 @@ fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build)
             .collect::<Result<_>>()?;
         let (total, mut samples) = calib::samples(dir, &inputs, o.image)?;
         let t0 = std::time::Instant::now();
+        // A live count on a terminal; logs get only the final line.
+        let live = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let mut progress = |n: usize| {
-            eprint!("\rcalibrating ({}): {n}/{total} samples, {:.1} s", method.name(), t0.elapsed().as_secs_f64());
+            if live {
+                eprint!("\rcalibrating ({}): {n}/{total} samples, {:.1} s", method.name(), t0.elapsed().as_secs_f64());
+            }
         };
         let built = Engine::build_int8(
             graph,
             Some(shapes),
             Int8Scales::Calibrate { samples: &mut samples, method, threads: o.threads, progress: &mut progress },
         );
-        eprintln!();
+        if live {
+            eprintln!();
+        }
         let built = built?;
+        println!("calibrated ({}) on {total} samples in {:.1} s", method.name(), t0.elapsed().as_secs_f64());
         if let Some(path) = &o.cache {
             built.1.write(path).with_context(|| format!("writing {}", path.display()))?;
             println!("calibration cache: {} ({} tensors)", path.display(), built.1.scales.len());

@@ -36,7 +36,8 @@ enum Range {
 pub struct Args {
     /// Sources: file://PATH, rtsp://HOST/PATH, v4l2:///dev/videoN, csi://N, test://1080p30.
     uris: Vec<String>,
-    /// Face model (ONNX); default models/blazeface_<range>.onnx.
+    /// Face model (ONNX, or an engine file from `edgert build`, e.g. `--precision int8`);
+    /// default models/blazeface_<range>.onnx.
     #[arg(long)]
     model: Option<PathBuf>,
     /// Which BlazeFace when --model is not given.
@@ -186,6 +187,16 @@ fn describe(ev: &StreamEvent, uris: &[String]) -> String {
     }
 }
 
+/// An ONNX model (optimized now) or an engine file from `edgert build` (e.g. INT8).
+fn load_model(path: &std::path::Path) -> Result<Engine> {
+    let is_engine = std::fs::read(path).map(|b| b.starts_with(edgert_core::engine::MAGIC)).unwrap_or(false);
+    if is_engine {
+        return Engine::load(path).with_context(|| format!("loading engine {}", path.display()));
+    }
+    let graph = onnx::load_model(path).with_context(|| format!("loading {}", path.display()))?;
+    Ok(Engine::from_graph(graph)?)
+}
+
 /// Runs detection on `args.uris` until every stream ends.
 pub fn run(args: &Args) -> Result<RunReport> {
     if args.uris.is_empty() {
@@ -194,8 +205,7 @@ pub fn run(args: &Args) -> Result<RunReport> {
     let sources = args.uris.iter().map(|u| uri::parse(u)).collect::<Result<Vec<_>, _>>()?;
     edgert_media::init()?;
     let path = model_path(args);
-    let graph = onnx::load_model(&path).with_context(|| format!("loading {}", path.display()))?;
-    let engine = Arc::new(Engine::from_graph(graph)?);
+    let engine = Arc::new(load_model(&path)?);
     let (_, spec, _) = model_spec(&engine)?;
     let batch = args.batch_size.unwrap_or(sources.len().min(8)).max(1);
     let mut mux_cfg = MuxConfig::new(batch, args.max_fps);

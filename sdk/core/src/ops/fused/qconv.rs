@@ -135,8 +135,8 @@ impl Op for QConv {
         let (Some(Some(x)), Some(Some(w))) = (inputs.first(), inputs.get(1)) else { return 0 };
         match conv2d_geometry(&self.conv, &x.shape, &w.shape, None) {
             Ok(Some(p)) => {
-                let (a, t) = scratch_parts(&p);
-                a + t
+                let (x, a, t) = scratch_parts(&p);
+                x + a + t
             }
             _ => 0,
         }
@@ -169,9 +169,12 @@ impl Op for QConv {
             Some(DataRef::I32(v)) => Some(v),
             Some(other) => invalid!("QConv's bias must be int32, got {}", other.dtype()),
         };
-        let (a_bytes, t_bytes) = scratch_parts(&p);
-        if scratch.len() < a_bytes + t_bytes {
-            invalid!("QConv: scratch of {} bytes is smaller than the {} it needs", scratch.len(), a_bytes + t_bytes);
+        let need = {
+            let (x, a, t) = scratch_parts(&p);
+            x + a + t
+        };
+        if scratch.len() < need {
+            invalid!("QConv: scratch of {} bytes is smaller than the {need} it needs", scratch.len());
         }
         if ws.len() != p.m || p.m > MAX_CHANNELS {
             invalid!("QConv: {} weight scales for {} output channels (at most {MAX_CHANNELS})", ws.len(), p.m);
