@@ -1,23 +1,30 @@
-//! INT8 2-D convolution with float32 interfaces: X (f32, NCHW) is quantized to uint8 while it
-//! is laid out as GEMM rows (one row per output position, `k = cg*kh*kw` values), multiplied
-//! by per-channel int8 weights on the INT8 GEMM (`gemm_i8`), dequantized in the GEMM's
-//! epilogue (int32 bias, `x_scale * w_scale[channel]`), then transposed back to NCHW while
-//! the float epilogue (residual, activation) is applied.
+//! INT8 2-D convolution with float32 interfaces, in NCHW like the f32 one:
+//! `Y[m, pos] = W[m, :] · im2col(Xq)[:, pos]` per image and group, where the output
+//! channels are the GEMM's rows (the weights, prepared once) and the output positions its
+//! columns (the quantized input, packed into the micro-kernel's B panels each run). The
+//! output is written in place in NCHW, dequantized, and FusedConv's float epilogue
+//! (residual, activation) is applied to each tile while it is in cache.
 //!
-//! Activations stay f32 between layers, so the graph around an INT8 convolution is unchanged
-//! and only the multiply-accumulate work is int8. (A fully int8 data flow, with uint8 tensors
-//! between quantized layers, would also save memory traffic: not built yet.)
+//! The INT8 micro-kernels (`gemm_i8`) multiply unsigned bytes (A) by signed ones (B), so
+//! the operands are shifted: A holds `w + 128` (in 1..=255) and B holds `xq - 128` (the
+//! uint8 activation re-centred to int8). With `xs = xq - 128`,
+//! `sum (w + 128) * xs = sum w * xs + 128 * sum xs`, and the wanted
+//! `sum w * (xq - zero) = sum w * xs - (zero - 128) * sum w`, so each accumulator is
+//! corrected by `- 128 * colsum(xs)[pos] - (zero - 128) * rowsum(w)[m]`: exact int32.
+//!
+//! Activations stay f32 between layers (only the multiply-accumulate work is int8); a fully
+//! int8 data flow, with uint8 tensors between quantized layers, is not built yet.
 
 use super::Exec;
 use super::conv::Conv2d;
 use super::epilogue::Epilogue;
 use super::gemm::SyncPtr;
-use super::gemm_i8::{I8Out, PackedB, QAct, Requant, gemm_u8s8};
+use super::gemm_i8::{I8Kernel, MR_MAX, NR_MAX};
 
-/// Positions per im2row task.
+/// Output channels per task.
 const ROWS_PER_TASK: usize = 64;
-/// Channels per transpose task.
-const CHANNELS_PER_TASK: usize = 16;
+/// Panels (of `nr` positions) per task.
+const PANELS_PER_TASK: usize = 8;
 
 /// `clamp(round_half_even(v / scale) + zero, 0, 255)`: ONNX QuantizeLinear to uint8 (NaN
 /// maps to `zero`).
@@ -34,16 +41,59 @@ pub fn quantize_u8(v: f32, scale: f32, zero: i32) -> u8 {
     ((r as i32) + zero).clamp(0, 255) as u8
 }
 
-/// Bytes of the quantized input, the uint8 GEMM rows and the f32 GEMM output (one image and
-/// group) that [`conv2d_u8`] needs, each rounded up to 64 bytes: `(x_bytes, a_bytes, t_bytes)`.
-pub fn scratch_parts(p: &Conv2d) -> (usize, usize, usize) {
-    let np = p.positions();
-    // A pointwise convolution quantizes X straight into the GEMM rows (a transpose).
+/// Weights prepared once for a kernel: `w + 128` as bytes, each row zero-weight padded
+/// (128) to a whole number of K groups, and each row's sum of `w`.
+#[derive(Clone, Debug)]
+pub struct PreparedWeights {
+    /// The kernel this layout is for.
+    pub kernel: I8Kernel,
+    /// Row length (K rounded up to the kernel's K group).
+    pub k_pad: usize,
+    /// `m` rows of `k_pad` bytes.
+    pub rows: Vec<u8>,
+    /// `sum_k w[m][k]` per row.
+    pub row_sums: Vec<i32>,
+}
+
+impl PreparedWeights {
+    /// Prepares `w` (`m` rows of `k` int8 values).
+    pub fn new(kernel: I8Kernel, w: &[i8], m: usize, k: usize) -> PreparedWeights {
+        let k_pad = k.next_multiple_of(kernel.kpack).max(kernel.kpack);
+        let mut rows = vec![128u8; m * k_pad];
+        let mut row_sums = Vec::with_capacity(m);
+        for (j, src) in w.chunks_exact(k.max(1)).take(m).enumerate() {
+            for (d, &v) in rows[j * k_pad..j * k_pad + k].iter_mut().zip(src) {
+                *d = (v as i32 + 128) as u8;
+            }
+            row_sums.push(src.iter().map(|&v| v as i32).sum());
+        }
+        PreparedWeights { kernel, k_pad, rows, row_sums }
+    }
+}
+
+/// Bytes of the quantized input (`c*h*w`), the packed B panels of one group and their
+/// column sums that [`conv2d_u8`] needs, each rounded up to 64: `(x_bytes, b_bytes, sum_bytes)`.
+pub fn scratch_parts(p: &Conv2d, kernel: I8Kernel) -> (usize, usize, usize) {
+    let panels = p.positions().div_ceil(kernel.nr);
+    let k_pad = p.k().next_multiple_of(kernel.kpack).max(kernel.kpack);
     (
-        if p.is_pointwise() { 0 } else { (p.c * p.h * p.w).next_multiple_of(64) },
-        (np * p.k()).next_multiple_of(64),
-        (np * (p.m / p.group) * 4).next_multiple_of(64),
+        (p.c * p.h * p.w).next_multiple_of(64),
+        (panels * k_pad * kernel.nr * kernel.wbytes).next_multiple_of(64),
+        (panels * kernel.nr * 4).next_multiple_of(64),
     )
+}
+
+/// The most scratch any kernel kind needs (the planner asks before the kernel is known).
+pub fn scratch_bytes(p: &Conv2d) -> usize {
+    use super::gemm_i8::I8Kind;
+    [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Portable]
+        .into_iter()
+        .map(|k| {
+            let (x, b, s) = scratch_parts(p, I8Kernel::of(k));
+            x + b + s
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Everything [`conv2d_u8`] needs besides the tensors.
@@ -53,8 +103,8 @@ pub struct QuantConv<'a> {
     pub x_scale: f32,
     /// X's uint8 zero point.
     pub x_zero: i32,
-    /// Weights packed per group (`k x m/group` each).
-    pub packed: &'a [PackedB],
+    /// The weights, prepared for the kernel that runs.
+    pub weights: &'a PreparedWeights,
     /// Per-output-channel bias in accumulator units.
     pub bias: Option<&'a [i32]>,
     /// Per-output-channel dequantization multipliers `x_scale * w_scale[c]`.
@@ -63,43 +113,26 @@ pub struct QuantConv<'a> {
 
 /// Runs the convolution: `x` `[n, c, h, w]` f32, `y` `[n, m, oh, ow]`; `ep` applies residual
 /// and activation (its bias must be `None`: the bias is `q.bias`). `scratch` holds
-/// [`scratch_parts`]' bytes, 64-byte aligned. Allocates nothing.
+/// [`scratch_parts`]' bytes for `q.weights.kernel`, 64-byte aligned. Allocates nothing.
 pub fn conv2d_u8(exec: &Exec, p: &Conv2d, x: &[f32], q: &QuantConv, ep: &Epilogue, y: &mut [f32], scratch: &mut [u8]) {
     debug_assert_eq!(x.len(), p.n * p.c * p.h * p.w);
     debug_assert_eq!(y.len(), p.n * p.m * p.positions());
     debug_assert!(ep.bias.is_none());
-    let (cg, mg, k, np) = (p.c / p.group, p.m / p.group, p.k(), p.positions());
-    let (x_bytes, a_bytes, t_bytes) = scratch_parts(p);
-    let (xq_buf, rest) = scratch.split_at_mut(x_bytes);
-    let (a_buf, rest) = rest.split_at_mut(a_bytes);
-    // SAFETY: the scratch is 64-byte aligned and x_bytes, a_bytes are multiples of 64, so
-    // `rest` is aligned for f32 and holds t_bytes bytes.
-    let t_buf = unsafe { std::slice::from_raw_parts_mut(rest.as_mut_ptr() as *mut f32, t_bytes / 4) };
+    let kernel = q.weights.kernel;
+    let (cg, mg, np) = (p.c / p.group, p.m / p.group, p.positions());
+    let (x_bytes, b_bytes, sum_bytes) = scratch_parts(p, kernel);
+    let (xs_buf, rest) = scratch.split_at_mut(x_bytes);
+    let (b_buf, rest) = rest.split_at_mut(b_bytes);
+    // SAFETY: the scratch is 64-byte aligned and x_bytes, b_bytes are multiples of 64, so
+    // `rest` is aligned for i32 and holds sum_bytes bytes.
+    let sums = unsafe { std::slice::from_raw_parts_mut(rest.as_mut_ptr() as *mut i32, sum_bytes / 4) };
     let plane = p.h * p.w;
     for ni in 0..p.n {
         let x_img = &x[ni * p.c * plane..(ni + 1) * p.c * plane];
-        if !p.is_pointwise() {
-            // Quantize the image once; im2row then copies bytes (each value feeds kh*kw taps).
-            quantize_plane(exec, x_img, q.x_scale, q.x_zero, &mut xq_buf[..p.c * plane]);
-        }
+        quantize_centred(exec, x_img, q.x_scale, q.x_zero, &mut xs_buf[..p.c * plane]);
         for g in 0..p.group {
-            let a = &mut a_buf[..np * k];
-            if p.is_pointwise() {
-                pointwise_rows_u8(exec, p, &x_img[g * cg * plane..(g + 1) * cg * plane], q.x_scale, q.x_zero, a);
-            } else {
-                im2row_u8(exec, p, &xq_buf[g * cg * plane..(g + 1) * cg * plane], q.x_zero, a);
-            }
-            let t = &mut t_buf[..np * mg];
-            let cols = g * mg..(g + 1) * mg;
-            let rq = Requant {
-                a_zero: q.x_zero,
-                bias: q.bias.map(|b| &b[cols.clone()]),
-                mult: if q.mult.len() == 1 { q.mult } else { &q.mult[cols] },
-                y_scale: 1.0,
-                y_zero: 0,
-                act: QAct::None,
-            };
-            gemm_u8s8(exec.pool, np, a, k, &q.packed[g], I8Out::F32(t), mg, &rq);
+            let xs = &xs_buf[g * cg * plane..(g + 1) * cg * plane];
+            pack_b(exec, p, kernel, xs, (q.x_zero - 128) as i8, b_buf, sums);
             let row0 = g * mg;
             let res_rows = ep.residual_rows.saturating_sub(row0).min(mg);
             let res_off = (ni * ep.residual_rows + row0) * np;
@@ -112,21 +145,28 @@ pub fn conv2d_u8(exec: &Exec, p: &Conv2d, x: &[f32], q: &QuantConv, ep: &Epilogu
                 slope: ep.slope.map(|s| &s[row0..row0 + mg]),
             };
             let y_off = (ni * p.m + row0) * np;
-            transpose_apply(exec, t, np, mg, &sub, &mut y[y_off..y_off + mg * np]);
+            let rows = row0..row0 + mg;
+            gemm_rows(exec, q, rows, np, b_buf, sums, &sub, &mut y[y_off..y_off + mg * np]);
         }
     }
 }
 
-/// Quantizes `x` into `out`, in parallel chunks.
-fn quantize_plane(exec: &Exec, x: &[f32], scale: f32, zero: i32, out: &mut [u8]) {
+/// Quantizes `x` to uint8 and re-centres it to int8 (`xq - 128`), stored as bytes.
+fn quantize_centred(exec: &Exec, x: &[f32], scale: f32, zero: i32, out: &mut [u8]) {
     const CHUNK: usize = 16 * 1024;
     let out_ptr = SyncPtr(out.as_mut_ptr());
     let task = |t: usize| {
         let r = t * CHUNK..x.len().min((t + 1) * CHUNK);
         // SAFETY: each task writes only its own chunk of `out` (x.len() bytes).
         let o = unsafe { std::slice::from_raw_parts_mut(out_ptr.get().add(r.start), r.len()) };
+        #[cfg(target_arch = "x86_64")]
+        if matches!(exec.isa, super::Isa::Avx2 | super::Isa::Avx512) {
+            // SAFETY: the AVX2 and AVX-512 ISAs are only chosen on CPUs with AVX2.
+            unsafe { quantize_centred_avx2(&x[r], scale, zero, o) };
+            return;
+        }
         for (o, &v) in o.iter_mut().zip(&x[r]) {
-            *o = quantize_u8(v, scale, zero);
+            *o = quantize_u8(v, scale, zero) ^ 0x80;
         }
     };
     let tasks = x.len().div_ceil(CHUNK);
@@ -136,97 +176,239 @@ fn quantize_plane(exec: &Exec, x: &[f32], scale: f32, zero: i32, out: &mut [u8])
     }
 }
 
-/// The GEMM rows of a pointwise convolution: row `pos` is column `pos` of X's `[c, h*w]`
-/// matrix, quantized (X is read contiguously, the rows written with stride `k`).
-fn pointwise_rows_u8(exec: &Exec, p: &Conv2d, x: &[f32], scale: f32, zero: i32, a: &mut [u8]) {
-    let (np, k) = (p.positions(), p.k());
-    let a_ptr = SyncPtr(a.as_mut_ptr());
-    let task = |t: usize| {
-        let rows = t * ROWS_PER_TASK..np.min((t + 1) * ROWS_PER_TASK);
-        // SAFETY: each task writes only rows `rows`, a disjoint range of `a` (np * k bytes).
-        let a = unsafe { std::slice::from_raw_parts_mut(a_ptr.get().add(rows.start * k), rows.len() * k) };
-        for ci in 0..k {
-            let src = &x[ci * np + rows.start..ci * np + rows.end];
-            for (r, &v) in src.iter().enumerate() {
-                a[r * k + ci] = quantize_u8(v, scale, zero);
-            }
+/// [`quantize_u8`] then `^ 0x80` (re-centred to int8), 8 values at a time: the division,
+/// a clamp, `cvtps2dq` (round half to even in the default MXCSR mode) and saturating packs.
+/// NaN maps to the zero point as in the scalar version.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn quantize_centred_avx2(x: &[f32], scale: f32, zero: i32, out: &mut [u8]) {
+    use std::arch::x86_64::*;
+    let n = x.len().min(out.len());
+    let main = n / 8 * 8;
+    let (vs, lo, hi) = (_mm256_set1_ps(scale), _mm256_set1_ps(-512.0), _mm256_set1_ps(512.0));
+    let vz = _mm256_set1_epi32(zero);
+    let flip = _mm_set1_epi8(-128);
+    let mut i = 0;
+    while i < main {
+        // SAFETY: i + 8 <= n for both slices.
+        unsafe {
+            let q = _mm256_div_ps(_mm256_loadu_ps(x.as_ptr().add(i)), vs);
+            let q = _mm256_and_ps(q, _mm256_cmp_ps(q, q, _CMP_ORD_Q)); // NaN -> 0
+            let q = _mm256_min_ps(_mm256_max_ps(q, lo), hi);
+            let v = _mm256_add_epi32(_mm256_cvtps_epi32(q), vz);
+            // 8 x i32 -> 8 x u16 (saturating) -> 8 x u8 (saturating).
+            let w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+            let b = _mm_xor_si128(_mm_packus_epi16(w, w), flip);
+            _mm_storel_epi64(out.as_mut_ptr().add(i) as *mut __m128i, b);
         }
-    };
-    let tasks = np.div_ceil(ROWS_PER_TASK);
-    match exec.pool {
-        Some(pool) if tasks > 1 => pool.run(tasks, &task),
-        _ => (0..tasks).for_each(task),
+        i += 8;
+    }
+    for j in main..n {
+        out[j] = quantize_u8(x[j], scale, zero) ^ 0x80;
     }
 }
 
-/// Writes the GEMM rows of one image and group from its quantized input `xq` (`c/group`
-/// planes): row `pos` holds, for each input channel, kernel row and kernel column, the tap's
-/// value (`zero` in the padding).
-fn im2row_u8(exec: &Exec, p: &Conv2d, xq: &[u8], zero: i32, a: &mut [u8]) {
+/// Packs the im2col matrix of one group (`k` rows, `np` columns) of the centred input `xs`
+/// into the kernel's B panels (`nr` columns, K groups of `kpack`; int16 lanes when the
+/// kernel takes them), zero past K and `pad` (the centred zero point) in the padding, and
+/// writes each column's sum into `sums`.
+fn pack_b(exec: &Exec, p: &Conv2d, kernel: I8Kernel, xs: &[u8], pad: i8, b: &mut [u8], sums: &mut [i32]) {
     let (np, k) = (p.positions(), p.k());
-    let pad_value = zero.clamp(0, 255) as u8;
-    let a_ptr = SyncPtr(a.as_mut_ptr());
-    let task = |t: usize| {
-        let rows = t * ROWS_PER_TASK..np.min((t + 1) * ROWS_PER_TASK);
-        // SAFETY: each task writes only rows `rows`, a disjoint range of `a` (np * k bytes).
-        let a = unsafe { std::slice::from_raw_parts_mut(a_ptr.get().add(rows.start * k), rows.len() * k) };
-        let (h, w) = (p.h as isize, p.w as isize);
-        for (r, pos) in rows.clone().enumerate() {
-            let row = &mut a[r * k..(r + 1) * k];
-            let by = (pos / p.ow * p.stride[0]) as isize - p.pad[0] as isize;
-            let bx = (pos % p.ow * p.stride[1]) as isize - p.pad[1] as isize;
-            let span = ((p.kw - 1) * p.dilation[1]) as isize;
-            // Every tap of the row inside the input, contiguous: a plain copy per kernel row.
-            let dense = p.dilation[1] == 1 && bx >= 0 && bx + span < w;
-            let mut i = 0;
-            for ci in 0..p.c / p.group {
-                let plane = &xq[ci * p.h * p.w..(ci + 1) * p.h * p.w];
-                for ky in 0..p.kh {
-                    let iy = by + (ky * p.dilation[0]) as isize;
-                    if iy < 0 || iy >= h {
-                        row[i..i + p.kw].fill(pad_value);
-                        i += p.kw;
-                        continue;
+    let (nr, kp, wb) = (kernel.nr, kernel.kpack, kernel.wbytes);
+    let k_pad = k.next_multiple_of(kp).max(kp);
+    let panel_bytes = k_pad * nr * wb;
+    let panels = np.div_ceil(nr);
+    let b_ptr = SyncPtr(b.as_mut_ptr());
+    let s_ptr = SyncPtr(sums.as_mut_ptr());
+    let (h, w) = (p.h as isize, p.w as isize);
+    let pointwise = p.is_pointwise();
+    let task = |pi: usize| {
+        // SAFETY: each task writes only panel `pi` of `b` and its `nr` sums.
+        let out = unsafe { std::slice::from_raw_parts_mut(b_ptr.get().add(pi * panel_bytes), panel_bytes) };
+        let sum = unsafe { std::slice::from_raw_parts_mut(s_ptr.get().add(pi * nr), nr) };
+        let valid = nr.min(np - pi * nr);
+        let first = pi * nr;
+        // Window origin of each column; whether all columns lie in one output row (then
+        // each kernel row's taps are one run of the input row, strided by the stride).
+        let mut base_y = [0isize; NR_MAX];
+        let mut base_x = [0isize; NR_MAX];
+        for jj in 0..valid {
+            let col = first + jj;
+            base_y[jj] = (col / p.ow * p.stride[0]) as isize - p.pad[0] as isize;
+            base_x[jj] = (col % p.ow * p.stride[1]) as isize - p.pad[1] as isize;
+        }
+        let one_row = first % p.ow + valid <= p.ow;
+        let sx = p.stride[1] as isize;
+        let mut acc = [0i32; NR_MAX];
+        // The kpack K rows of one group, `nr` columns each (zero past `valid` and past K).
+        let mut rows = [[0i8; NR_MAX]; 4];
+        for g in 0..k_pad / kp {
+            for (t, row) in rows.iter_mut().enumerate().take(kp) {
+                let kk = g * kp + t;
+                if kk >= k {
+                    row.fill(0);
+                    continue;
+                }
+                let (ci, ky, kx) = (kk / (p.kh * p.kw), kk / p.kw % p.kh, kk % p.kw);
+                let plane = &xs[ci * p.h * p.w..(ci + 1) * p.h * p.w];
+                let r = &mut row[..valid];
+                if pointwise {
+                    copy_i8(r, &plane[first..first + valid]);
+                } else {
+                    let iy = base_y[0] + (ky * p.dilation[0]) as isize;
+                    let x0 = base_x[0] + (kx * p.dilation[1]) as isize;
+                    if one_row && (iy < 0 || iy >= h) {
+                        r.fill(pad);
+                    } else if one_row && x0 >= 0 && x0 + (valid as isize - 1) * sx < w {
+                        let at = (iy * w + x0) as usize;
+                        let line = &plane[at..at + (valid - 1) * sx as usize + 1];
+                        if sx == 1 {
+                            copy_i8(r, line);
+                        } else {
+                            for (d, &v) in r.iter_mut().zip(line.iter().step_by(sx as usize)) {
+                                *d = v as i8;
+                            }
+                        }
+                    } else {
+                        let (dy, dx) = ((ky * p.dilation[0]) as isize, (kx * p.dilation[1]) as isize);
+                        for (jj, v) in r.iter_mut().enumerate() {
+                            let (iy, ix) = (base_y[jj] + dy, base_x[jj] + dx);
+                            *v = if iy >= 0 && iy < h && ix >= 0 && ix < w {
+                                plane[(iy * w + ix) as usize] as i8
+                            } else {
+                                pad
+                            };
+                        }
                     }
-                    let line = &plane[iy as usize * p.w..(iy as usize + 1) * p.w];
-                    if dense {
-                        row[i..i + p.kw].copy_from_slice(&line[bx as usize..bx as usize + p.kw]);
-                        i += p.kw;
-                        continue;
-                    }
-                    for kx in 0..p.kw {
-                        let ix = bx + (kx * p.dilation[1]) as isize;
-                        row[i] = if ix < 0 || ix >= w { pad_value } else { line[ix as usize] };
-                        i += 1;
+                }
+                for (a, &v) in acc.iter_mut().zip(r.iter()) {
+                    *a += v as i32;
+                }
+            }
+            store_group(out, g, nr, kp, wb, &rows);
+        }
+        sum.copy_from_slice(&acc[..nr]);
+    };
+    match exec.pool {
+        Some(pool) if panels > 1 => pool.run(panels, &task),
+        _ => (0..panels).for_each(task),
+    }
+}
+
+/// Copies bytes as int8.
+#[inline(always)]
+fn copy_i8(dst: &mut [i8], src: &[u8]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = s as i8;
+    }
+}
+
+/// Stores K group `g` (`kp` rows of `nr` columns) in the panel's lane order: column `j`,
+/// slot `t` at `(g * nr + j) * kp + t`, as int16 when `wb` is 2.
+#[inline(always)]
+fn store_group(out: &mut [u8], g: usize, nr: usize, kp: usize, wb: usize, rows: &[[i8; NR_MAX]; 4]) {
+    let at = g * nr * kp;
+    match (kp, wb) {
+        (2, 2) => {
+            let o = &mut out[at * 2..(at + nr * 2) * 2];
+            for (j, pair) in o.chunks_exact_mut(4).enumerate() {
+                pair[..2].copy_from_slice(&(rows[0][j] as i16).to_le_bytes());
+                pair[2..].copy_from_slice(&(rows[1][j] as i16).to_le_bytes());
+            }
+        }
+        (4, 1) => {
+            let o = &mut out[at..at + nr * 4];
+            for (j, quad) in o.chunks_exact_mut(4).enumerate() {
+                quad.copy_from_slice(&[rows[0][j] as u8, rows[1][j] as u8, rows[2][j] as u8, rows[3][j] as u8]);
+            }
+        }
+        _ => {
+            for j in 0..nr {
+                for (t, row) in rows.iter().enumerate().take(kp) {
+                    let o = (at + j * kp + t) * wb;
+                    if wb == 1 {
+                        out[o] = row[j] as u8;
+                    } else {
+                        out[o..o + 2].copy_from_slice(&(row[j] as i16).to_le_bytes());
                     }
                 }
             }
         }
-    };
-    let tasks = np.div_ceil(ROWS_PER_TASK);
-    match exec.pool {
-        Some(pool) if tasks > 1 => pool.run(tasks, &task),
-        _ => (0..tasks).for_each(task),
     }
 }
 
-/// `y[c][pos] = t[pos][c]` for the `mg` channels, then `ep` on each finished channel row.
-fn transpose_apply(exec: &Exec, t: &[f32], np: usize, mg: usize, ep: &Epilogue, y: &mut [f32]) {
+/// `y[j - rows.start][pos]` for output channels `rows` and all `np` positions: the kernel on
+/// every (row block, panel), the accumulator corrections and dequantization, then `ep`.
+#[allow(clippy::too_many_arguments)]
+fn gemm_rows(
+    exec: &Exec,
+    q: &QuantConv,
+    rows: std::ops::Range<usize>,
+    np: usize,
+    b: &[u8],
+    sums: &[i32],
+    ep: &Epilogue,
+    y: &mut [f32],
+) {
+    let wts = q.weights;
+    let kern = wts.kernel;
+    let (mr, nr) = (kern.mr, kern.nr);
+    let f = kern.func();
+    let kg = wts.k_pad / kern.kpack;
+    let panel_bytes = wts.k_pad * nr * kern.wbytes;
+    let panels = np.div_ceil(nr);
+    let m = rows.len();
+    let row_tasks = m.div_ceil(ROWS_PER_TASK);
+    let col_tasks = panels.div_ceil(PANELS_PER_TASK);
+    let centre = q.x_zero - 128;
     let y_ptr = SyncPtr(y.as_mut_ptr());
-    let task = |tk: usize| {
-        let c0 = tk * CHANNELS_PER_TASK;
-        let cn = CHANNELS_PER_TASK.min(mg - c0);
-        // SAFETY: each task writes only channel rows c0..c0 + cn, a disjoint range of `y`.
-        let yb = unsafe { std::slice::from_raw_parts_mut(y_ptr.get().add(c0 * np), cn * np) };
-        for pos in 0..np {
-            let src = &t[pos * mg + c0..pos * mg + c0 + cn];
-            for (j, &v) in src.iter().enumerate() {
-                yb[j * np + pos] = v;
+    let task = |t: usize| {
+        let (rt, ct) = (t / col_tasks, t % col_tasks);
+        let r_end = m.min((rt + 1) * ROWS_PER_TASK);
+        // The kernel writes every value of its mr x nr tile.
+        let mut tile = [0i32; MR_MAX * NR_MAX];
+        for pi in ct * PANELS_PER_TASK..panels.min((ct + 1) * PANELS_PER_TASK) {
+            let col0 = pi * nr;
+            let cols = nr.min(np - col0);
+            let panel = &b[pi * panel_bytes..(pi + 1) * panel_bytes];
+            let colsum = &sums[col0..col0 + nr];
+            let mut r0 = rt * ROWS_PER_TASK;
+            while r0 < r_end {
+                let h = mr.min(r_end - r0);
+                let mut rp = [std::ptr::null::<u8>(); MR_MAX];
+                for (i, ptr) in rp.iter_mut().enumerate().take(mr) {
+                    // Rows past the end repeat the last one: computed, never stored.
+                    let row = rows.start + r0 + i.min(h - 1);
+                    *ptr = wts.rows[row * wts.k_pad..].as_ptr();
+                }
+                // SAFETY: every row pointer has k_pad = kg * kpack readable bytes; the panel
+                // holds kg K groups; the tile has mr x nr values with row stride nr.
+                unsafe { f(kg, rp.as_ptr(), panel.as_ptr(), tile.as_mut_ptr(), nr, false) };
+                // SAFETY: rows r0..r0 + h, columns col0..col0 + cols of `y` belong to this
+                // task only (tasks split rows by ROWS_PER_TASK and panels by PANELS_PER_TASK).
+                let out =
+                    unsafe { std::slice::from_raw_parts_mut(y_ptr.get().add(r0 * np + col0), (h - 1) * np + cols) };
+                for i in 0..h {
+                    let j = rows.start + r0 + i;
+                    let row_fix = centre.wrapping_mul(wts.row_sums[j]);
+                    let bias = q.bias.map_or(0, |b| b[j]);
+                    let mult = q.mult[j];
+                    let acc = &tile[i * nr..i * nr + cols];
+                    let o = &mut out[i * np..i * np + cols];
+                    for ((o, &a), &s) in o.iter_mut().zip(acc).zip(colsum) {
+                        let v = a.wrapping_sub(s.wrapping_mul(128)).wrapping_sub(row_fix).wrapping_add(bias);
+                        *o = v as f32 * mult;
+                    }
+                }
+                ep.apply_tile(out, np, r0, h, col0, cols);
+                r0 += mr;
             }
         }
-        ep.apply_tile(yb, np, c0, cn, 0, np);
     };
-    let tasks = mg.div_ceil(CHANNELS_PER_TASK);
+    let tasks = row_tasks * col_tasks;
     match exec.pool {
         Some(pool) if tasks > 1 => pool.run(tasks, &task),
         _ => (0..tasks).for_each(task),
@@ -259,6 +441,15 @@ mod tests {
             for &z in &[0, 77, 128, 255] {
                 for &v in &vals {
                     assert_eq!(quantize_u8(v, s, z), exact(v, s, z), "v {v} scale {s} zero {z}");
+                }
+                #[cfg(target_arch = "x86_64")]
+                if is_x86_feature_detected!("avx2") {
+                    let mut out = vec![0u8; vals.len()];
+                    // SAFETY: AVX2 checked above.
+                    unsafe { super::quantize_centred_avx2(&vals, s, z, &mut out) };
+                    for (&o, &v) in out.iter().zip(&vals) {
+                        assert_eq!(o ^ 0x80, exact(v, s, z), "avx2: v {v} scale {s} zero {z}");
+                    }
                 }
             }
         }

@@ -107,7 +107,7 @@ impl I8Kernel {
         }
     }
 
-    fn func(&self) -> I8KernelFn {
+    pub(crate) fn func(&self) -> I8KernelFn {
         match self.kind {
             #[cfg(target_arch = "x86_64")]
             I8Kind::Vnni512 => super::gemm_i8_x86::kernel_vnni_8x32,

@@ -10,15 +10,15 @@
 //! FusedConv). Attributes: Conv's, FusedConv's `activation` family, `x_scale` (float) and
 //! `x_zero_point` (int, uint8 zero point, default 128).
 //!
-//! The weights are packed for the GEMM kernel on first use, once per kernel kind (a build
+//! The weights are prepared for the GEMM kernel on first use, once per kernel kind (a build
 //! step TensorRT does at engine build; here at the first run, so later runs allocate nothing).
 
 use std::sync::OnceLock;
 
 use super::fused_conv::{check_epilogue_inputs, conv2d_geometry, parse_activation};
 use crate::cpu::conv::Conv2d;
-use crate::cpu::conv_i8::{QuantConv, conv2d_u8, scratch_parts};
-use crate::cpu::gemm_i8::{I8Kernel, I8Kind, PackedB, pack_b};
+use crate::cpu::conv_i8::{PreparedWeights, QuantConv, conv2d_u8, scratch_bytes, scratch_parts};
+use crate::cpu::gemm_i8::{I8Kernel, I8Kind};
 use crate::cpu::{Activation, Epilogue, Exec};
 use crate::error::Result;
 use crate::ops::nn::conv::Conv;
@@ -29,7 +29,7 @@ use crate::{invalid, invalid_err};
 /// The op type string.
 pub const OP_TYPE: &str = "edgert.QConv";
 
-/// Kernel kinds, in the order of [`QConv`]'s packing slots.
+/// Kernel kinds, in the order of [`QConv`]'s weight slots.
 const KINDS: [I8Kind; 3] = [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Portable];
 
 /// INT8 convolution with a fused epilogue.
@@ -42,8 +42,8 @@ pub struct QConv {
     pub x_scale: f32,
     /// X's uint8 zero point.
     pub x_zero: i32,
-    /// The weights packed per group, for each kernel kind (see [`KINDS`]).
-    packed: [OnceLock<Vec<PackedB>>; 3],
+    /// The weights prepared for each kernel kind (see [`KINDS`]).
+    prepared: [OnceLock<PreparedWeights>; 3],
 }
 
 impl std::fmt::Debug for QConv {
@@ -73,28 +73,14 @@ impl QConv {
             activation: parse_activation(attrs)?,
             x_scale,
             x_zero: x_zero as i32,
-            packed: Default::default(),
+            prepared: Default::default(),
         })
     }
 
-    /// The weights packed for `kernel`, per group (packed on first use).
-    fn packed(&self, kernel: I8Kernel, p: &Conv2d, w: &[i8]) -> &[PackedB] {
+    /// The weights prepared for `kernel` (on first use).
+    fn prepared(&self, kernel: I8Kernel, p: &Conv2d, w: &[i8]) -> &PreparedWeights {
         let slot = KINDS.iter().position(|&k| k == kernel.kind).unwrap_or(KINDS.len() - 1);
-        self.packed[slot].get_or_init(|| {
-            let (mg, k) = (p.m / p.group, p.k());
-            (0..p.group)
-                .map(|g| {
-                    // B[kk][j] = W[g*mg + j][kk]: the GEMM's columns are output channels.
-                    let mut b = vec![0i8; k * mg];
-                    for j in 0..mg {
-                        for kk in 0..k {
-                            b[kk * mg + j] = w[(g * mg + j) * k + kk];
-                        }
-                    }
-                    pack_b(kernel, &b, mg, k, mg)
-                })
-                .collect()
-        })
+        self.prepared[slot].get_or_init(|| PreparedWeights::new(kernel, w, p.m, p.k()))
     }
 }
 
@@ -134,10 +120,7 @@ impl Op for QConv {
     fn scratch_bytes(&self, inputs: &[Option<TypeShape>], _outputs: &[TypeShape]) -> usize {
         let (Some(Some(x)), Some(Some(w))) = (inputs.first(), inputs.get(1)) else { return 0 };
         match conv2d_geometry(&self.conv, &x.shape, &w.shape, None) {
-            Ok(Some(p)) => {
-                let (x, a, t) = scratch_parts(&p);
-                x + a + t
-            }
+            Ok(Some(p)) => scratch_bytes(&p),
             _ => 0,
         }
     }
@@ -169,9 +152,10 @@ impl Op for QConv {
             Some(DataRef::I32(v)) => Some(v),
             Some(other) => invalid!("QConv's bias must be int32, got {}", other.dtype()),
         };
+        let kernel = I8Kernel::for_isa(exec.isa);
         let need = {
-            let (x, a, t) = scratch_parts(&p);
-            x + a + t
+            let (x, b, s) = scratch_parts(&p, kernel);
+            x + b + s
         };
         if scratch.len() < need {
             invalid!("QConv: scratch of {} bytes is smaller than the {need} it needs", scratch.len());
@@ -197,11 +181,10 @@ impl Op for QConv {
             activation: self.activation,
             slope: s.map(|s| s.as_f32()).transpose()?,
         };
-        let kernel = I8Kernel::for_isa(exec.isa);
         let q = QuantConv {
             x_scale: self.x_scale,
             x_zero: self.x_zero,
-            packed: self.packed(kernel, &p, wq),
+            weights: self.prepared(kernel, &p, wq),
             bias,
             mult: &mult[..p.m],
         };
