@@ -47,9 +47,14 @@ enum Cmd {
         calib_cache: Option<PathBuf>,
         #[command(flatten)]
         image: calib::ImageArgs,
-        /// Threads for calibration runs.
+        /// Threads the engine will run with: calibration runs and the per-layer INT8/f32
+        /// timing use them.
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// Quantize every convolution that has a scale, even where INT8 is slower than f32
+        /// on this machine (default: each layer is timed both ways and the faster kept).
+        #[arg(long)]
+        int8_all: bool,
     },
     /// Run a model or engine once on `.npy` inputs and write each output as `.npy`.
     Run {
@@ -120,14 +125,21 @@ fn main() {
 
 fn real_main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Build { model, output, shapes, precision, calib, calib_method, calib_cache, image, threads } => {
+        Cmd::Build { model, output, shapes, precision, calib, calib_method, calib_cache, image, threads, int8_all } => {
             let t0 = std::time::Instant::now();
             let graph = onnx::load_model(&model).with_context(|| format!("loading {}", model.display()))?;
             let shapes = with_default_dims(&graph, parse_shapes(&shapes)?);
             let engine = match precision {
                 PrecisionArg::Fp32 => Engine::build(graph, Some(&shapes))?,
                 PrecisionArg::Int8 => {
-                    let int8 = Int8Build { calib, method: &calib_method, cache: calib_cache, image: &image, threads };
+                    let int8 = Int8Build {
+                        calib,
+                        method: &calib_method,
+                        cache: calib_cache,
+                        image: &image,
+                        threads,
+                        int8_all,
+                    };
                     build_int8(graph, &shapes, &int8)?
                 }
                 PrecisionArg::Fp16 | PrecisionArg::Best => bail!(
@@ -181,12 +193,14 @@ struct Int8Build<'a> {
     cache: Option<PathBuf>,
     image: &'a calib::ImageArgs,
     threads: usize,
+    int8_all: bool,
 }
 
 /// An INT8 build: scales from the cache file when it exists, else calibrated on `--calib`
 /// (and written to the cache file when one is named). Prints the per-precision summary.
 fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build) -> Result<Engine> {
-    use edgert_core::engine::Int8Scales;
+    use edgert_core::engine::{Int8Options, Int8Scales};
+    let options = Int8Options { only_faster: !o.int8_all, threads: o.threads.max(1) };
     use edgert_core::quant::{CalibrationCache, Method};
     let existing = o.cache.as_ref().filter(|c| c.exists());
     let (engine, _scales) = if let Some(path) = existing {
@@ -194,7 +208,7 @@ fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build)
             eprintln!("note: using calibration cache {} (delete it to recalibrate on --calib)", path.display());
         }
         let cache = CalibrationCache::read(path).with_context(|| format!("reading {}", path.display()))?;
-        Engine::build_int8(graph, Some(shapes), Int8Scales::Cache(cache))?
+        Engine::build_int8(graph, Some(shapes), Int8Scales::Cache(cache), &options)?
     } else {
         let dir = o.calib.as_ref().ok_or_else(|| {
             anyhow!("--precision int8 needs calibration data (--calib DIR) or an existing --calib-cache FILE")
@@ -225,6 +239,7 @@ fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build)
             graph,
             Some(shapes),
             Int8Scales::Calibrate { samples: &mut samples, method, threads: o.threads, progress: &mut progress },
+            &options,
         );
         if live {
             eprintln!();

@@ -135,6 +135,48 @@ pub struct BuildInfo {
     pub layers: Vec<LayerPrecision>,
 }
 
+/// Choices of an INT8 build.
+#[derive(Clone, Copy, Debug)]
+pub struct Int8Options {
+    /// Time each quantized layer against its f32 form on this machine (at the build's
+    /// shapes and `threads`) and keep INT8 only where it is faster.
+    pub only_faster: bool,
+    /// Threads the timing runs use (those the engine will run with).
+    pub threads: usize,
+}
+
+/// Times every INT8 layer of `quantized` against the same node of `before` (the graph the
+/// quantization pass started from: same node order) and puts back the f32 node where INT8
+/// is not faster, saying so in `layers`.
+fn keep_faster(
+    before: &Graph,
+    quantized: &mut Graph,
+    layers: &mut [LayerPrecision],
+    shapes: Option<&HashMap<String, Vec<usize>>>,
+    threads: usize,
+) -> Result<()> {
+    let empty = HashMap::new();
+    let plan_f32 = plan::plan(before, shapes.unwrap_or(&empty))?;
+    let plan_q = plan::plan(quantized, shapes.unwrap_or(&empty))?;
+    for (i, layer) in layers.iter_mut().enumerate() {
+        if layer.precision != "int8" {
+            continue;
+        }
+        let t_f32 = crate::tune::time_node(before, &plan_f32, i, threads)?;
+        let t_int8 = crate::tune::time_node(quantized, &plan_q, i, threads)?;
+        let (a, b) = (t_int8 * 1e3, t_f32 * 1e3);
+        if t_int8 < t_f32 {
+            layer.reason = format!("{}; faster here: {a:.3} ms vs fp32 {b:.3} ms", layer.reason);
+        } else {
+            quantized.nodes[i] = before.nodes[i].clone();
+            layer.precision = "fp32".into();
+            layer.op_type = before.nodes[i].op_type.clone();
+            layer.reason = format!("fp32 faster here: {b:.3} ms vs int8 {a:.3} ms");
+        }
+    }
+    Ok(())
+}
+
 /// Runs the default passes; returns what each changed.
 fn optimize(graph: &mut Graph) -> Result<Vec<(String, usize)>> {
     let mut report = Vec::new();
@@ -205,6 +247,7 @@ impl Engine {
         mut graph: Graph,
         shapes: Option<&HashMap<String, Vec<usize>>>,
         scales: Int8Scales,
+        options: &Int8Options,
     ) -> Result<(Engine, CalibrationCache)> {
         let mut report = optimize(&mut graph)?;
         let cache = match scales {
@@ -214,7 +257,11 @@ impl Engine {
                 collect(&graph, &wanted, samples, threads, progress)?.cache(method)
             }
         };
-        let layers = passes::quantize_int8(&mut graph, &cache)?;
+        let before = options.only_faster.then(|| graph.clone());
+        let mut layers = passes::quantize_int8(&mut graph, &cache)?;
+        if let Some(before) = before {
+            keep_faster(&before, &mut graph, &mut layers, shapes, options.threads)?;
+        }
         let int8 = layers.iter().filter(|l| l.precision == "int8").count();
         report.push(("quantize_int8".to_string(), int8));
         let dead = passes::remove_dead_nodes(&mut graph)?;

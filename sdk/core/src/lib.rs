@@ -18,6 +18,7 @@ pub mod passes;
 pub mod plan;
 pub mod quant;
 pub mod tensor;
+pub mod tune;
 
 pub use context::Context;
 pub use engine::Engine;

@@ -149,7 +149,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::engine::{Engine, Int8Scales};
+    use crate::engine::{Engine, Int8Options, Int8Scales};
+
+    const ALL: Int8Options = Int8Options { only_faster: false, threads: 1 };
     use crate::graph::Dim;
     use crate::ops::Attrs;
     use crate::ops::nn::test_util::Rng;
@@ -217,6 +219,7 @@ mod tests {
                 threads: 1,
                 progress: &mut |n| seen = n,
             },
+            &ALL,
         )
         .unwrap();
         assert_eq!(seen, 6, "progress saw every sample");
@@ -252,7 +255,7 @@ mod tests {
         // The engine file round-trips, and a build from the cache's text gives the same engine.
         let loaded = run(Engine::from_bytes(&bytes).unwrap(), &x);
         let cache2 = CalibrationCache::parse(&cache.to_text()).unwrap();
-        let (from_cache, _) = Engine::build_int8(net(), None, Int8Scales::Cache(cache2)).unwrap();
+        let (from_cache, _) = Engine::build_int8(net(), None, Int8Scales::Cache(cache2), &ALL).unwrap();
         let rebuilt = run(from_cache, &x);
         for ((a, b), c) in got.iter().zip(&loaded).zip(&rebuilt) {
             assert_eq!(a.as_f32().unwrap(), b.as_f32().unwrap());
@@ -265,7 +268,7 @@ mod tests {
         let mut cache = CalibrationCache { method: Method::Entropy, scales: Default::default() };
         cache.scales.insert("x".into(), 0.02);
         cache.scales.insert("v2".into(), f32::NAN);
-        let (engine, _) = Engine::build_int8(net(), None, Int8Scales::Cache(cache)).unwrap();
+        let (engine, _) = Engine::build_int8(net(), None, Int8Scales::Cache(cache), &ALL).unwrap();
         let l = |name: &str| engine.build.layers.iter().find(|l| l.node == name).unwrap();
         assert_eq!(l("conv1").precision, "int8");
         assert!(l("conv1").reason.contains("entropy"));
@@ -282,8 +285,56 @@ mod tests {
                 threads: 1,
                 progress: &mut |_| {},
             },
+            &ALL,
         )
         .unwrap_err();
         assert!(err.to_string().contains("at least one sample"), "{err}");
+    }
+
+    /// With `only_faster`, each quantized layer was timed against its f32 form: it stays
+    /// INT8 only if faster, and the report gives both times either way. Outputs stay close.
+    #[test]
+    fn only_faster_times_every_int8_layer_and_says_which_won() {
+        let cache = {
+            let (_, c) = Engine::build_int8(
+                net(),
+                None,
+                Int8Scales::Calibrate {
+                    samples: &mut samples(1, 4),
+                    method: Method::MinMax,
+                    threads: 1,
+                    progress: &mut |_| {},
+                },
+                &ALL,
+            )
+            .unwrap();
+            c
+        };
+        let timed = Int8Options { only_faster: true, threads: 1 };
+        let (engine, _) = Engine::build_int8(net(), None, Int8Scales::Cache(cache), &timed).unwrap();
+        let mut timed_layers = 0;
+        for l in &engine.build.layers {
+            match l.precision.as_str() {
+                "int8" => {
+                    assert!(l.reason.contains("faster here") && l.op_type == QCONV, "{l:?}");
+                    timed_layers += 1;
+                }
+                _ if l.reason.starts_with("fp32 faster here") => {
+                    assert_eq!(l.op_type, FUSED_CONV, "{l:?}");
+                    timed_layers += 1;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(timed_layers, 3, "{:?}", engine.build.layers);
+        let qconvs = engine.graph.nodes.iter().filter(|n| n.op_type == QCONV).count();
+        assert_eq!(qconvs, engine.build.layers.iter().filter(|l| l.precision == "int8").count());
+        let x = Rng::new(99).tensor(&SHAPE);
+        let want = run(Engine::build(net(), None).unwrap(), &x);
+        for (g, w) in run(engine, &x).iter().zip(&want) {
+            let (g, w) = (g.as_f32().unwrap(), w.as_f32().unwrap());
+            let range = w.iter().fold(0f32, |a, v| a.max(v.abs()));
+            assert!(g.iter().zip(w).all(|(g, w)| (g - w).abs() <= 0.03 * range));
+        }
     }
 }
