@@ -8,6 +8,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use edgert_core::engine::{Int8Options, Int8Scales};
+use edgert_core::quant::Method;
 use edgert_core::{Context, Engine, onnx};
 
 struct Counting;
@@ -53,27 +55,53 @@ fn steady_state_run_allocates_nothing() {
         let g = common::load_golden(case);
         let graph = onnx::load_model(&g.model).expect("model loads");
         let engine = Arc::new(Engine::from_graph(graph).expect("engine"));
-        let mut ctx = Context::with_threads(engine, &g.input_shapes(), threads).expect("context");
-        for (n, t) in &g.inputs {
-            ctx.set_input(n, t).expect("input");
-        }
-        ctx.run().expect("warm-up run");
-        ALLOCS.store(0, Ordering::SeqCst);
-        COUNTING.store(true, Ordering::SeqCst);
-        let mut ok = true;
-        for _ in 0..3 {
-            ok &= ctx.run().is_ok();
-            // Reading an output as a view is also allocation-free.
-            ok &= ctx.output_ref(0).is_ok();
-        }
-        COUNTING.store(false, Ordering::SeqCst);
-        let n = ALLOCS.load(Ordering::SeqCst);
-        assert!(ok, "{case}: run failed");
-        assert_eq!(n, 0, "{case} ({threads} threads): {n} heap allocations in 3 steady-state runs");
-        println!(
-            "{case} ({threads} threads): 0 allocations in 3 runs ({} steps, arena {} bytes)",
-            ctx.plan().steps.len(),
-            ctx.plan().arena_bytes
-        );
+        assert_no_allocations(case, engine, &g, threads);
     }
+    // An INT8 engine (every convolution quantized, scales calibrated on the golden input):
+    // its weights are prepared on the warm-up run, never after.
+    let g = common::load_golden("blazeface_short");
+    let graph = onnx::load_model(&g.model).expect("model loads");
+    let sample = g.input_map();
+    let (engine, _) = Engine::build_int8(
+        graph,
+        None,
+        Int8Scales::Calibrate {
+            samples: &mut std::iter::once(Ok(sample)),
+            method: Method::MinMax,
+            threads: 1,
+            progress: &mut |_| {},
+        },
+        &Int8Options { only_faster: false, threads: 1 },
+    )
+    .expect("int8 engine");
+    assert!(engine.graph.nodes.iter().any(|n| n.op_type == "edgert.QConv"), "no INT8 layer");
+    let engine = Arc::new(engine);
+    for threads in [1, 3] {
+        assert_no_allocations("blazeface_short int8", engine.clone(), &g, threads);
+    }
+}
+
+fn assert_no_allocations(case: &str, engine: Arc<Engine>, g: &common::Golden, threads: usize) {
+    let mut ctx = Context::with_threads(engine, &g.input_shapes(), threads).expect("context");
+    for (n, t) in &g.inputs {
+        ctx.set_input(n, t).expect("input");
+    }
+    ctx.run().expect("warm-up run");
+    ALLOCS.store(0, Ordering::SeqCst);
+    COUNTING.store(true, Ordering::SeqCst);
+    let mut ok = true;
+    for _ in 0..3 {
+        ok &= ctx.run().is_ok();
+        // Reading an output as a view is also allocation-free.
+        ok &= ctx.output_ref(0).is_ok();
+    }
+    COUNTING.store(false, Ordering::SeqCst);
+    let n = ALLOCS.load(Ordering::SeqCst);
+    assert!(ok, "{case}: run failed");
+    assert_eq!(n, 0, "{case} ({threads} threads): {n} heap allocations in 3 steady-state runs");
+    println!(
+        "{case} ({threads} threads): 0 allocations in 3 runs ({} steps, arena {} bytes)",
+        ctx.plan().steps.len(),
+        ctx.plan().arena_bytes
+    );
 }
