@@ -39,7 +39,8 @@ pub struct BenchArgs {
     /// Seconds to time for when `--iterations` is not given.
     #[arg(long, default_value_t = 3.0)]
     pub duration: f64,
-    /// Precision to run in: fp32 (fp16/int8 are not implemented yet).
+    /// Precision: an ONNX model runs in fp32; an engine runs in the precision it was built
+    /// with (`edgert build --precision int8 ...`), which the report names.
     #[arg(long, default_value = "fp32")]
     pub precision: String,
     /// Print the time spent per node (median over the timed runs), slowest first.
@@ -78,9 +79,6 @@ fn stats(ms: &mut [f64]) -> Stats {
 
 /// Runs the benchmark and prints the report.
 pub fn bench(args: &BenchArgs) -> Result<()> {
-    if args.precision != "fp32" {
-        bail!("--precision {}: only fp32 is implemented so far (fp16/int8 are issue 4)", args.precision);
-    }
     let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if threads == 0 {
         bail!("--threads must be at least 1");
@@ -89,6 +87,21 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     let engine = Arc::new(crate::load_engine(&args.model)?);
     let build_ms = t_build.elapsed().as_secs_f64() * 1e3;
     let graph = &engine.graph;
+    let built = if engine.build.precision.is_empty() { "fp32" } else { engine.build.precision.as_str() };
+    if args.precision != "fp32" && args.precision != built {
+        bail!(
+            "--precision {}: this {} runs in {built}; build an engine first, e.g. `edgert build MODEL -o \
+             m.edgert --precision int8 --calib DIR`, and bench that",
+            args.precision,
+            if crate::is_engine(&args.model) { "engine" } else { "ONNX model" }
+        );
+    }
+    let int8_layers = engine.build.layers.iter().filter(|l| l.precision == "int8").count();
+    let precision = if built == "int8" {
+        format!("int8 ({int8_layers} of {} layers in INT8)", engine.build.layers.len())
+    } else {
+        built.to_string()
+    };
 
     let mut given: HashMap<String, Tensor> = HashMap::new();
     for spec in &args.inputs {
@@ -199,7 +212,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     if args.json {
         let j = serde_json::json!({
             "model": name, "threads": ctx.threads(), "isa": ctx.isa().name(), "batch": batch,
-            "precision": args.precision, "iterations": iters,
+            "precision": built, "int8_layers": int8_layers, "iterations": iters,
             "throughput_inferences_per_s": ips, "throughput_items_per_s": ips * batch as f64,
             "latency_ms": {"min": s.min, "median": s.median, "mean": s.mean, "p90": s.p90,
                             "p95": s.p95, "p99": s.p99, "max": s.max},
@@ -212,7 +225,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     }
     println!("model       {name}");
     println!("inputs      {:?}", plan.input_shapes);
-    println!("backend     cpu ({}), {} thread(s), {}", ctx.isa(), ctx.threads(), args.precision);
+    println!("backend     cpu ({}), {} thread(s), {precision}", ctx.isa(), ctx.threads());
     println!("build       {build_ms:.1} ms (load + passes), context {context_ms:.1} ms (plan + arena)");
     println!("memory      arena {} B, scratch {} B, weights {} B", plan.arena_bytes, plan.scratch_bytes, weights);
     println!("throughput  {ips:.2} inferences/s, {:.2} items/s (batch {batch}, {iters} runs)", ips * batch as f64);
