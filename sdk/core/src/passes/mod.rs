@@ -3,6 +3,7 @@
 mod fold_batchnorm;
 mod fold_channel_pad;
 mod fold_constants;
+mod fold_qdq_conv;
 mod fuse_conv_epilogue;
 pub mod quantize_int8;
 mod remove_dead_nodes;
@@ -11,6 +12,7 @@ mod remove_identity;
 pub use fold_batchnorm::fold_batchnorm;
 pub use fold_channel_pad::fold_channel_pad;
 pub use fold_constants::fold_constants;
+pub use fold_qdq_conv::fold_qdq_conv;
 pub use fuse_conv_epilogue::fuse_conv_epilogue;
 pub use quantize_int8::{LayerPrecision, quantize_int8};
 pub use remove_dead_nodes::remove_dead_nodes;
@@ -27,6 +29,8 @@ pub type Pass = fn(&mut Graph) -> Result<usize>;
 /// The passes every engine build runs, in order, with their names (for `inspect --passes`).
 pub fn default_passes() -> Vec<(&'static str, Pass)> {
     vec![
+        // First: constant folding would turn the weights' DequantizeLinear into floats.
+        ("fold_qdq_conv", fold_qdq_conv),
         ("fold_constants", fold_constants),
         ("remove_identity", remove_identity),
         ("fold_batchnorm", fold_batchnorm),

@@ -1,7 +1,7 @@
 //! A QDQ model made by onnxruntime's quantizer (`models/qdq/make_qdq.py`: a small conv net,
 //! `quantize_static`, QDQ, per-channel, u8 activations, s8 weights) runs in edgert within one
 //! quantization step of onnxruntime's output, through the reference executor and the
-//! planned engine.
+//! planned engine (where the QDQ convolutions run on the INT8 kernels).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -37,7 +37,12 @@ fn qdq_convnet_within_one_step_of_onnxruntime() {
     let inputs: HashMap<String, Tensor> = [("input".to_string(), x.clone())].into();
     let reference = graph.run_reference(&inputs).unwrap().remove(0);
 
-    let engine = Arc::new(Engine::from_graph(graph).unwrap());
+    let engine = Engine::from_graph(graph).unwrap();
+    // Both convolutions run on the INT8 kernels (passes::fold_qdq_conv), not in float on
+    // dequantized values.
+    let qconvs = engine.graph.nodes.iter().filter(|n| n.op_type == "edgert.QConv").count();
+    assert_eq!(qconvs, 2, "{:?}", engine.graph.nodes.iter().map(|n| &n.op_type).collect::<Vec<_>>());
+    let engine = Arc::new(engine);
     let shapes: HashMap<String, Vec<usize>> = [("input".to_string(), x.shape().to_vec())].into();
     let mut ctx = Context::new(engine, &shapes).unwrap();
     ctx.set_input("input", &x).unwrap();
