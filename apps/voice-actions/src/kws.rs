@@ -14,6 +14,50 @@ pub const HOP: usize = 1280;
 pub const EMB_WINDOW: usize = 12_400;
 /// Embedding width.
 pub const EMB_DIM: usize = 96;
+/// Log-mel frames per embedding window (25 ms frames every 10 ms over 775 ms).
+pub const MEL_FRAMES: usize = 76;
+/// Mel bands.
+pub const MEL_BANDS: usize = 32;
+/// Log-mel frames one step adds.
+pub const MEL_STEP: usize = 8;
+/// Samples the streaming front end reads per step: the 1,280 new ones and the 240 before
+/// them (a 400-sample frame every 160 samples).
+pub const FRONT_CHUNK: usize = 1520;
+
+/// Where the speech embedding comes from.
+#[derive(Clone, Debug)]
+pub enum Embedding {
+    /// Streaming: `models/kws/speech_embedding_frontend.onnx` (1,520 samples → the 8 new
+    /// log-mel frames) and `models/kws/speech_embedding_body.onnx` (76 frames → one
+    /// embedding), made by `models/kws/split_embedding.py`. Each step computes only the new
+    /// frames.
+    Split {
+        /// Front end model.
+        frontend: PathBuf,
+        /// Conv body model.
+        body: PathBuf,
+    },
+    /// A model taking the whole 12,400-sample window (`samples:0` [1, 12400]), such as the
+    /// shipped `models/speech_embedding.onnx`: every step recomputes the window's 76 frames.
+    Whole(PathBuf),
+}
+
+impl Embedding {
+    /// The split models under `root` (a repository checkout).
+    pub fn split_in(root: &Path) -> Embedding {
+        Embedding::Split {
+            frontend: root.join("models/kws/speech_embedding_frontend.onnx"),
+            body: root.join("models/kws/speech_embedding_body.onnx"),
+        }
+    }
+}
+
+// One per detector, made once: the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
+enum Emb {
+    Whole { ctx: Context },
+    Split { front: Context, body: Context, mel: Vec<f32>, silence_frame: Vec<f32> },
+}
 
 /// One keyword head as listed in `heads.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -68,8 +112,7 @@ struct Head {
 
 /// Streaming detector: push samples, get detections.
 pub struct Detector {
-    emb: Context,
-    emb_input: String,
+    emb: Emb,
     heads: Vec<Head>,
     /// The last EMB_WINDOW samples.
     audio: Vec<f32>,
@@ -103,11 +146,40 @@ fn plan_engine(model: &Path, shapes: &[(&str, Vec<usize>)]) -> Result<Context> {
 }
 
 impl Detector {
-    /// Loads the embedding model and the heads listed in `heads_file`.
+    /// Loads a whole-window embedding model (`samples:0` [1, 12400]) and the heads listed in
+    /// `heads_file`.
     pub fn new(embedding_model: &Path, heads_file: &Path) -> Result<Detector> {
+        Detector::with_embedding(&Embedding::Whole(embedding_model.to_path_buf()), heads_file)
+    }
+
+    /// Loads the embedding (streaming split or whole window) and the heads in `heads_file`.
+    pub fn with_embedding(embedding: &Embedding, heads_file: &Path) -> Result<Detector> {
         let (spec, dir) = Heads::load(heads_file)?;
-        let emb = plan_engine(embedding_model, &[("samples:0", vec![1, EMB_WINDOW])])?;
-        let emb_input = "samples:0".to_string();
+        let emb = match embedding {
+            Embedding::Whole(model) => Emb::Whole { ctx: plan_engine(model, &[("samples:0", vec![1, EMB_WINDOW])])? },
+            Embedding::Split { frontend, body } => {
+                let mut front = plan_engine(frontend, &[("samples", vec![1, FRONT_CHUNK])]).with_context(|| {
+                    "the streaming front end is made by models/kws/split_embedding.py; \
+                     or pass --embedding models/speech_embedding.onnx for the whole-window model"
+                })?;
+                let body = plan_engine(body, &[("log_mel", vec![1, MEL_FRAMES, MEL_BANDS])])?;
+                // The window starts as silence: every frame of zeros is the same frame.
+                front.input_mut("samples")?.as_f32_mut()?.fill(0.0);
+                front.run()?;
+                let out = front.output_ref(0)?;
+                let frames = out.as_f32()?;
+                if frames.len() != MEL_STEP * MEL_BANDS {
+                    bail!(
+                        "{}: front end gives {} values per step, expected {MEL_STEP}x{MEL_BANDS}",
+                        frontend.display(),
+                        frames.len()
+                    );
+                }
+                let silence_frame = frames[..MEL_BANDS].to_vec();
+                let mel = silence_frame.repeat(MEL_FRAMES);
+                Emb::Split { front, body, mel, silence_frame }
+            }
+        };
         let window = spec.window;
         let mut heads = Vec::new();
         for h in &spec.heads {
@@ -121,7 +193,6 @@ impl Detector {
         let n = heads.len();
         Ok(Detector {
             emb,
-            emb_input,
             heads,
             audio: vec![0.0; EMB_WINDOW],
             pending: Vec::with_capacity(HOP),
@@ -140,6 +211,11 @@ impl Detector {
     /// The keywords, in head order.
     pub fn keywords(&self) -> Vec<&str> {
         self.heads.iter().map(|h| h.spec.keyword.as_str()).collect()
+    }
+
+    /// The thresholds, in head order.
+    pub fn thresholds(&self) -> Vec<f32> {
+        self.heads.iter().map(|h| h.spec.threshold).collect()
     }
 
     /// Sets a keyword's threshold; false if no head has that keyword.
@@ -194,6 +270,27 @@ impl Detector {
         Ok(())
     }
 
+    /// Back to the state of a new detector (silence before, nothing consumed, no refractory
+    /// period running), keeping the planned engines and the thresholds.
+    pub fn reset(&mut self) {
+        self.audio.fill(0.0);
+        self.pending.clear();
+        self.embeddings.fill(0.0);
+        self.samples = 0;
+        self.scores.fill(0.0);
+        self.peaks.fill(0.0);
+        self.deciding = 0;
+        self.fired_score = 0.0;
+        for h in &mut self.heads {
+            h.last_fire = None;
+        }
+        if let Emb::Split { mel, silence_frame, .. } = &mut self.emb {
+            for f in mel.chunks_exact_mut(MEL_BANDS) {
+                f.copy_from_slice(silence_frame);
+            }
+        }
+    }
+
     /// Milliseconds of audio consumed.
     pub fn t_ms(&self) -> u64 {
         self.samples * 1000 / edgert_audio::SAMPLE_RATE as u64
@@ -206,13 +303,26 @@ impl Detector {
         self.audio.copy_within(HOP.., 0);
         self.audio[EMB_WINDOW - HOP..].copy_from_slice(&self.pending);
         self.samples += HOP as u64;
-        {
-            let mut inp = self.emb.input_mut(&self.emb_input)?;
-            inp.as_f32_mut()?.copy_from_slice(&self.audio);
-        }
-        self.emb.run()?;
-        let out = self.emb.output_ref(0)?;
+        let out = match &mut self.emb {
+            Emb::Whole { ctx } => {
+                ctx.input_mut("samples:0")?.as_f32_mut()?.copy_from_slice(&self.audio);
+                ctx.run()?;
+                ctx.output_ref(0)?
+            }
+            Emb::Split { front, body, mel, .. } => {
+                front.input_mut("samples")?.as_f32_mut()?.copy_from_slice(&self.audio[EMB_WINDOW - FRONT_CHUNK..]);
+                front.run()?;
+                mel.copy_within(MEL_STEP * MEL_BANDS.., 0);
+                mel[(MEL_FRAMES - MEL_STEP) * MEL_BANDS..].copy_from_slice(front.output_ref(0)?.as_f32()?);
+                body.input_mut("log_mel")?.as_f32_mut()?.copy_from_slice(mel);
+                body.run()?;
+                body.output_ref(0)?
+            }
+        };
         let e = out.as_f32()?;
+        if e.len() < EMB_DIM {
+            bail!("the embedding model gave {} values, expected {EMB_DIM}", e.len());
+        }
         self.embeddings.copy_within(EMB_DIM.., 0);
         let w = self.window;
         self.embeddings[(w - 1) * EMB_DIM..].copy_from_slice(&e[..EMB_DIM]);

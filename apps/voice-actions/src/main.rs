@@ -13,8 +13,36 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use voice_actions::Detector;
 use voice_actions::actions::{Config, Runner};
+use voice_actions::{Detector, Embedding};
+
+/// Which models compute the speech embedding.
+#[derive(clap::Args, Clone)]
+struct Models {
+    /// Heads file (keyword, ONNX head, threshold).
+    #[arg(long, default_value = "models/kws/heads.json")]
+    heads: PathBuf,
+    /// Streaming log-mel front end (models/kws/split_embedding.py makes it).
+    #[arg(long, default_value = "models/kws/speech_embedding_frontend.onnx")]
+    frontend: PathBuf,
+    /// Conv body of the speech embedding over 76 log-mel frames.
+    #[arg(long, default_value = "models/kws/speech_embedding_body.onnx")]
+    body: PathBuf,
+    /// A whole-window embedding model instead (samples:0 [1, 12400], e.g.
+    /// models/speech_embedding.onnx): recomputes the window's 76 frames every step.
+    #[arg(long)]
+    embedding: Option<PathBuf>,
+}
+
+impl Models {
+    fn detector(&self) -> Result<Detector> {
+        let e = match &self.embedding {
+            Some(p) => Embedding::Whole(p.clone()),
+            None => Embedding::Split { frontend: self.frontend.clone(), body: self.body.clone() },
+        };
+        Detector::with_embedding(&e, &self.heads)
+    }
+}
 
 #[derive(Parser)]
 #[command(name = "voice-actions", about = "On-device keyword spotting that triggers actions (edgert sample app)")]
@@ -29,12 +57,8 @@ enum Cmd {
     Detect {
         /// Audio source: file://PATH.wav or a path (alsa://, pulse://, rtsp:// not built yet).
         uri: String,
-        /// Heads file (keyword, ONNX head, threshold).
-        #[arg(long, default_value = "models/kws/heads.json")]
-        heads: PathBuf,
-        /// Speech embedding model.
-        #[arg(long, default_value = "models/speech_embedding.onnx")]
-        embedding: PathBuf,
+        #[command(flatten)]
+        models: Models,
         /// No second trigger of a keyword within this many ms.
         #[arg(long, default_value_t = 1500)]
         refractory_ms: u64,
@@ -49,12 +73,8 @@ enum Cmd {
         config: PathBuf,
         /// Audio source.
         uri: String,
-        /// Heads file.
-        #[arg(long, default_value = "models/kws/heads.json")]
-        heads: PathBuf,
-        /// Speech embedding model.
-        #[arg(long, default_value = "models/speech_embedding.onnx")]
-        embedding: PathBuf,
+        #[command(flatten)]
+        models: Models,
         /// A live line on stderr: level and the top keyword scores.
         #[arg(long)]
         meter: bool,
@@ -72,8 +92,8 @@ enum Cmd {
     },
 }
 
-fn run_actions(config: PathBuf, uri: String, heads: PathBuf, embedding: PathBuf, meter: bool) -> Result<()> {
-    let mut det = Detector::new(&embedding, &heads)?;
+fn run_actions(config: PathBuf, uri: String, models: Models, meter: bool) -> Result<()> {
+    let mut det = models.detector()?;
     let known: Vec<String> = det.keywords().iter().map(|s| s.to_string()).collect();
     let known_ref: Vec<&str> = known.iter().map(String::as_str).collect();
     let cfg = Config::load(&config, &known_ref)?;
@@ -118,8 +138,8 @@ fn run_actions(config: PathBuf, uri: String, heads: PathBuf, embedding: PathBuf,
 fn main() -> Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     match Cli::parse().cmd {
-        Cmd::Detect { uri, heads, embedding, refractory_ms, stats } => {
-            let mut det = Detector::new(&embedding, &heads)?;
+        Cmd::Detect { uri, models, refractory_ms, stats } => {
+            let mut det = models.detector()?;
             det.refractory_ms = refractory_ms;
             let mut src = edgert_audio::open(&uri)?;
             let mut buf = vec![0.0f32; 1280];
@@ -157,7 +177,7 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Run { config, uri, heads, embedding, meter } => run_actions(config, uri, heads, embedding, meter),
+        Cmd::Run { config, uri, models, meter } => run_actions(config, uri, models, meter),
         Cmd::Train { keyword } => anyhow::bail!(
             "on-device training is not built yet; train `{keyword}` on a host with \
              models/kws/train.py (add it to KEYWORDS there) and copy models/kws/ to the device"
