@@ -12,6 +12,7 @@
 //! Every engine runs in a context planned once, so a step allocates nothing.
 
 pub mod actions;
+pub mod eval;
 pub mod kws;
 
 pub use kws::{Detection, Detector, Embedding, HeadSpec, Heads};

@@ -3,6 +3,8 @@
 //! * `voice-actions detect URI`: runs the shipped keyword heads over a source and prints one
 //!   JSON line per detection (`{"keyword":"lights on","score":0.93,"t_ms":1840}`), exiting at
 //!   the end of a file; `--stats` adds a last line with the real-time factor.
+//! * `voice-actions eval DIR`: false-reject rate per keyword, false accepts per hour and
+//!   trigger latency over a labelled set (`models/kws/make_eval_set.py`).
 //! * `voice-actions run --config actions.toml URI`: runs the configured actions
 //!   (`voice_actions::actions`), JSON events on stdout, triggers logged on stderr, and with
 //!   `--meter` a live level/score line on stderr.
@@ -85,10 +87,22 @@ enum Cmd {
         #[arg(long)]
         keyword: String,
     },
-    /// Evaluate false rejects and false accepts per hour over a labelled folder (not built yet).
+    /// False-reject rate per keyword, false accepts per hour and trigger latency over a
+    /// labelled folder (models/kws/make_eval_set.py makes one).
     Eval {
-        /// Folder of labelled audio.
+        /// Folder with labels.json and its WAV files.
         dir: PathBuf,
+        #[command(flatten)]
+        models: Models,
+        /// An utterance counts as detected if its keyword fires by this many ms after its end.
+        #[arg(long, default_value_t = 1000)]
+        late_ms: u64,
+        /// Also write the full report (every false accept, every latency) as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// One line per file on stderr.
+        #[arg(long)]
+        verbose: bool,
     },
 }
 
@@ -182,10 +196,20 @@ fn main() -> Result<()> {
             "on-device training is not built yet; train `{keyword}` on a host with \
              models/kws/train.py (add it to KEYWORDS there) and copy models/kws/ to the device"
         ),
-        Cmd::Eval { dir } => anyhow::bail!(
-            "`eval` is not built yet (no labelled held-out set or false-accepts-per-hour harness); \
-             {} was not read. Clip-level held-out rates are in models/kws/TRAINING_REPORT.md",
-            dir.display()
-        ),
+        Cmd::Eval { dir, models, late_ms, json, verbose } => {
+            let mut det = models.detector()?;
+            let report = voice_actions::eval::evaluate(&mut det, &dir, late_ms, |file, found| {
+                if verbose {
+                    let k: Vec<String> = found.iter().map(|d| format!("{}@{}", d.keyword, d.t_ms)).collect();
+                    eprintln!("{file}: {}", k.join(" "));
+                }
+            })?;
+            print!("{}", report.markdown());
+            if let Some(p) = json {
+                std::fs::write(&p, serde_json::to_string_pretty(&report)?)
+                    .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+            }
+            Ok(())
+        }
     }
 }
