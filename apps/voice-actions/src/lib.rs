@@ -14,5 +14,6 @@
 pub mod actions;
 pub mod eval;
 pub mod kws;
+pub mod vad;
 
 pub use kws::{Detection, Detector, Embedding, HeadSpec, Heads};

@@ -34,6 +34,12 @@ struct Models {
     /// models/speech_embedding.onnx): recomputes the window's 76 frames every step.
     #[arg(long)]
     embedding: Option<PathBuf>,
+    /// Silero VAD that gates the embedding and the heads (models/kws/vad_conv2d.py makes it).
+    #[arg(long, default_value = "models/kws/silero_vad_16k_conv2d.onnx")]
+    vad: PathBuf,
+    /// Run the embedding and the heads on every step, speech or not.
+    #[arg(long)]
+    no_vad: bool,
 }
 
 impl Models {
@@ -42,7 +48,11 @@ impl Models {
             Some(p) => Embedding::Whole(p.clone()),
             None => Embedding::Split { frontend: self.frontend.clone(), body: self.body.clone() },
         };
-        Detector::with_embedding(&e, &self.heads)
+        let mut det = Detector::with_embedding(&e, &self.heads)?;
+        if !self.no_vad {
+            det.enable_vad(&self.vad)?;
+        }
+        Ok(det)
     }
 }
 
@@ -186,7 +196,9 @@ fn main() -> Result<()> {
                 writeln!(
                     out,
                     "{}",
-                    serde_json::json!({"stats": {"audio_s": audio_s, "compute_s": compute.as_secs_f64(), "rtf": rtf}})
+                    serde_json::json!({"stats": {
+                        "audio_s": audio_s, "compute_s": compute.as_secs_f64(), "rtf": rtf,
+                        "steps": det.steps(), "embedding_runs": det.embedding_runs()}})
                 )?;
             }
             Ok(())

@@ -41,6 +41,11 @@ fn steady_state_chunks_allocate_nothing() {
         let mut det = voice_actions::Detector::with_embedding(&embedding, &heads).expect("detector");
         steady_state(&mut det, &format!("{embedding:?}"));
     }
+    // With the VAD gate (its state and context buffers are made once too).
+    let mut det =
+        voice_actions::Detector::with_embedding(&voice_actions::Embedding::split_in(&root), &heads).expect("detector");
+    det.enable_vad(&root.join("models/kws/silero_vad_16k_conv2d.onnx")).expect("vad");
+    steady_state(&mut det, "split with VAD");
 }
 
 fn steady_state(det: &mut voice_actions::Detector, what: &str) {
