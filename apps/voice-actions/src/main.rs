@@ -67,7 +67,7 @@ struct Cli {
 enum Cmd {
     /// Run the keyword heads over an audio source; one JSON line per detection.
     Detect {
-        /// Audio source: file://PATH.wav or a path (alsa://, pulse://, rtsp:// not built yet).
+        /// Audio source: file://PATH (WAV, FLAC, MP3, …), a path, alsa://DEVICE, pulse://[DEVICE] or rtsp://….
         uri: String,
         #[command(flatten)]
         models: Models,
