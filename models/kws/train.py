@@ -53,6 +53,55 @@ NEGATIVES = [
     "one two three four", "please close the window", "turn up the volume", "what is the weather",
     "let us go outside", "this is a test", "remind me tomorrow", "the meeting starts at noon",
 ]
+# Words for running-speech negatives: random word strings, so a head sees windows cut from
+# the middle of continuous speech (the stream false accepts in EVAL_REPORT.md come from
+# there). Deliberately not make_eval_set.py's grammar or sentences, so the evaluation
+# stays on text training never saw.
+STREAM_WORDS = (
+    "about above across after again against almost along already also always among animal answer "
+    "apple around asked away baby back bad bag ball bank basket bear beautiful bed before began "
+    "behind believe bell below beside best better between bird black blanket boat body bone book "
+    "bottle bottom bread bridge bright brother brown build busy butter buy cake candle cap card care "
+    "carry cat catch chair change cheese chicken child city class clean clock close cloud coat cold "
+    "colour come cook corn count country cover cow cried cup cut dark daughter day deep desk "
+    "different dinner dish doctor dog doll done dream dress drink drive dry duck during early earth "
+    "east easy eat egg eight enough evening every face fall family farm fast father feet field "
+    "find fine finger fire first fish five floor flower fly follow food foot forest forget "
+    "found four fox free fresh friend frog fruit full funny game garden gave girl give glass gold "
+    "good grass great green ground grow hair half hand happy hard hat have head hear heart heavy "
+    "help hill hold home horse hot house hundred hungry ice idea inside iron island jump keep "
+    "kind king kitchen knew know lady lake land large last late laugh leaf learn leave leg letter "
+    "library lion listen little live long look love low lunch made make man many map market "
+    "maybe meat met middle milk mind money month moon morning mother mountain mouse much music "
+    "name near neck never new next nice night nine noise north nose nothing number ocean often "
+    "old once only open orange outside over paper park party pen pencil people picture piece pig "
+    "place plant play please pocket point pond potato pretty pull push queen question quick quiet "
+    "rabbit rain read ready river road rock room round run salt sand school sea season seat second "
+    "seed seven shall sheep shirt shoe short show sing sister sit six sleep slow small smile snow "
+    "soft some song soon sound soup south space speak spring square stand star stay step stick "
+    "still stone store story street strong sugar summer sun sure sweet swim table tail talk tall "
+    "teacher tell ten thank think three through today together told tomorrow took tooth top town "
+    "toy train tree true try turn twelve twenty two under until upon very village visit voice "
+    "wait walk wall want warm wash watch water weather week well west wet wheel white whole wide "
+    "wind window winter wish woman wood word work world write year yellow young"
+).split()
+
+
+def stream_negative(vlist, rng, tmp):
+    """A CLIP-long window cut at a random place from 2-3 random word strings said in a row."""
+    parts = []
+    for _ in range(int(rng.integers(2, 4))):
+        text = " ".join(STREAM_WORDS[i] for i in rng.integers(0, len(STREAM_WORDS), size=int(rng.integers(4, 12))))
+        v = vlist[rng.integers(len(vlist))]
+        parts += [synth(text, v, int(rng.uniform(120, 200)), int(rng.uniform(25, 75)), tmp),
+                  np.zeros(int(rng.uniform(0.05, 0.5) * SR), np.float32)]
+    x = np.concatenate(parts)
+    if len(x) < CLIP:
+        x = np.concatenate([np.zeros(CLIP - len(x), np.float32), x])
+    start = int(rng.integers(0, len(x) - CLIP + 1))
+    return augment(x[start:start + CLIP], rng)
+
+
 ACCENTS_TRAIN = ["en-us", "en", "en-gb-scotland", "en-029", "en-gb-x-rp"]
 ACCENTS_HELD = ["en-us-nyc", "en-gb-x-gbcwmd", "en-gb-x-gbclan"]
 VARIANTS_TRAIN = ["", "m1", "m2", "m3", "m4", "f1", "f2", "f3", "klatt", "klatt3", "Andy", "annie", "Storm"]
@@ -148,7 +197,7 @@ def voices(accents, variants):
     return [a + (f"+{v}" if v else "") for a in accents for v in variants]
 
 
-def make_set(sess, vlist, per_phrase, rng, tmp, label):
+def make_set(sess, vlist, per_phrase, rng, tmp, label, stream_negatives=0):
     """Returns (embeddings [N,W,96], labels [N] in -1 (not a keyword) or keyword index)."""
     clips, labels = [], []
     phrases = [(k, i) for i, k in enumerate(KEYWORDS)] + [(n, -1) for n in NEGATIVES]
@@ -178,6 +227,9 @@ def make_set(sess, vlist, per_phrase, rng, tmp, label):
             u = synth(k, vlist[rng.integers(len(vlist))], int(rng.uniform(120, 200)), int(rng.uniform(25, 75)), tmp)
             clips.append(augment(place(u[: int(len(u) * rng.uniform(0.35, 0.75))], rng), rng))
             labels.append(-1)
+    for _ in range(stream_negatives):
+        clips.append(stream_negative(vlist, rng, tmp))
+        labels.append(-1)
     print(f"{label}: {len(clips)} clips synthesized in {time.time() - t0:.0f} s", flush=True)
     return embed(sess, clips), np.array(labels)
 
@@ -257,6 +309,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small data set (smoke test)")
     ap.add_argument("--seed", type=int, default=6)
     ap.add_argument("--threshold", type=float, default=0.5)
+    # Opt-in: one try (3000) lowered hey edge's held-out false accepts (1.3% -> 0.7% of
+    # windows) but the lights-on head then fit badly (train accuracy 0.87, 13% false
+    # accepts); the shipped heads were trained without it.
+    ap.add_argument("--stream-negatives", type=int, default=0,
+                    help="extra negative windows cut from running speech of random words (held-out: half)")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     so = ort.SessionOptions()
@@ -264,8 +321,9 @@ def main():
     sess = ort.InferenceSession(os.path.join(ROOT, "models/speech_embedding.onnx"), so, providers=["CPUExecutionProvider"])
     per = 8 if args.quick else 80
     with tempfile.TemporaryDirectory() as tmp:
-        Xtr, ytr = make_set(sess, voices(ACCENTS_TRAIN, VARIANTS_TRAIN), per, rng, tmp, "train")
-        Xte, yte = make_set(sess, voices(ACCENTS_HELD, VARIANTS_HELD), max(4, per // 2), rng, tmp, "held-out")
+        sn = args.stream_negatives // (10 if args.quick else 1)
+        Xtr, ytr = make_set(sess, voices(ACCENTS_TRAIN, VARIANTS_TRAIN), per, rng, tmp, "train", sn)
+        Xte, yte = make_set(sess, voices(ACCENTS_HELD, VARIANTS_HELD), max(4, per // 2), rng, tmp, "held-out", sn // 2)
     heads, report = [], []
     for i, k in enumerate(KEYWORDS):
         head = train_head(Xtr, (ytr == i).astype(np.float32), rng, epochs=20 if args.quick else 60)
@@ -297,7 +355,9 @@ def main():
         fh.write(f"* Held-out voices ({len(voices(ACCENTS_HELD, VARIANTS_HELD))}), never used in training: accents {ACCENTS_HELD} x variants {VARIANTS_HELD}\n")
         fh.write(f"* Speeds 120-200 wpm, pitch 25-75; reverb (RT60 0.15-0.6 s) on half; white/pink noise at 5-30 dB SNR on 80%; level 0.1-0.9\n")
         fh.write(f"* Negatives: {len(NEGATIVES)} other phrases (some sharing words with the keywords), the other keywords, "
-                 "keywords that ended 0.6-1 s earlier, keywords cut off after 35-75% of their length, silence, noise, tone chords\n")
+                 "keywords that ended 0.6-1 s earlier, keywords cut off after 35-75% of their length, silence, noise, tone chords"
+                 + (f", and windows cut from running speech of random words ({sn} train, {sn // 2} held-out)" if sn else "")
+                 + "\n")
         fh.write(f"* Window: {W} embeddings ({CLIP} samples); threshold {args.threshold}\n\n")
         fh.write("Clip-level results (one window per clip, keyword ending 0-240 ms before its end):\n\n")
         fh.write("| keyword | train +/- | held-out +/- | train acc | held-out acc | held-out false rejects | held-out false accepts |\n|---|---|---|---|---|---|---|\n")
@@ -305,8 +365,8 @@ def main():
             fh.write(f"| {r['keyword']} | {r['train_positives']}/{r['train_negatives']} | {r['heldout_positives']}/{r['heldout_negatives']} | "
                      f"{r['train_accuracy']:.3f} | {r['heldout_accuracy']:.3f} | {r['heldout_false_reject_rate']:.3f} | {r['heldout_false_accept_rate']:.4f} |\n")
         fh.write("\nThese are clip-level rates on synthetic speech, not the issue's streaming targets (false rejects "
-                 "<= 5%, false accepts <= 0.5/hour on >= 1 h of negative audio): those need `voice-actions eval`, "
-                 "which is not built yet.\n")
+                 "<= 5%, false accepts <= 0.5/hour on >= 1 h of negative audio): `voice-actions eval` measures "
+                 "those, see EVAL_REPORT.md.\n")
     print("wrote", os.path.join(HERE, "heads.json"))
 
 

@@ -8,12 +8,58 @@ use anyhow::{Context as _, Result, bail};
 use edgert_core::{Context, Engine, onnx};
 use serde::{Deserialize, Serialize};
 
+use crate::vad::Vad;
+
 /// Samples per embedding step (80 ms at 16 kHz).
 pub const HOP: usize = 1280;
 /// Samples the speech embedding needs for one embedding (775 ms).
 pub const EMB_WINDOW: usize = 12_400;
 /// Embedding width.
 pub const EMB_DIM: usize = 96;
+/// Log-mel frames per embedding window (25 ms frames every 10 ms over 775 ms).
+pub const MEL_FRAMES: usize = 76;
+/// Mel bands.
+pub const MEL_BANDS: usize = 32;
+/// Log-mel frames one step adds.
+pub const MEL_STEP: usize = 8;
+/// Samples the streaming front end reads per step: the 1,280 new ones and the 240 before
+/// them (a 400-sample frame every 160 samples).
+pub const FRONT_CHUNK: usize = 1520;
+
+/// Where the speech embedding comes from.
+#[derive(Clone, Debug)]
+pub enum Embedding {
+    /// Streaming: `models/kws/speech_embedding_frontend.onnx` (1,520 samples → the 8 new
+    /// log-mel frames) and `models/kws/speech_embedding_body.onnx` (76 frames → one
+    /// embedding), made by `models/kws/split_embedding.py`. Each step computes only the new
+    /// frames.
+    Split {
+        /// Front end model.
+        frontend: PathBuf,
+        /// Conv body model.
+        body: PathBuf,
+    },
+    /// A model taking the whole 12,400-sample window (`samples:0` [1, 12400]), such as the
+    /// shipped `models/speech_embedding.onnx`: every step recomputes the window's 76 frames.
+    Whole(PathBuf),
+}
+
+impl Embedding {
+    /// The split models under `root` (a repository checkout).
+    pub fn split_in(root: &Path) -> Embedding {
+        Embedding::Split {
+            frontend: root.join("models/kws/speech_embedding_frontend.onnx"),
+            body: root.join("models/kws/speech_embedding_body.onnx"),
+        }
+    }
+}
+
+// One per detector, made once: the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
+enum Emb {
+    Whole { ctx: Context },
+    Split { front: Context, body: Context, mel: Vec<f32>, silence_frame: Vec<f32> },
+}
 
 /// One keyword head as listed in `heads.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -67,11 +113,16 @@ struct Head {
 }
 
 /// Streaming detector: push samples, get detections.
+///
+/// With a VAD (`enable_vad`), steps where nobody spoke within `vad_hangover_ms` skip the
+/// embedding and the heads (the streaming front end still runs: it is cheap and keeps the
+/// log-mel history). When speech starts, the embeddings the window lacks are computed from
+/// that history first, so while the gate is open the scores are those of an ungated detector.
 pub struct Detector {
-    emb: Context,
-    emb_input: String,
+    emb: Emb,
     heads: Vec<Head>,
-    /// The last EMB_WINDOW samples.
+    /// The last EMB_WINDOW + (window - 1) × HOP samples (the whole-window model recomputes
+    /// skipped embeddings from them).
     audio: Vec<f32>,
     /// New samples not yet consumed by a step (< HOP).
     pending: Vec<f32>,
@@ -93,6 +144,16 @@ pub struct Detector {
     deciding: usize,
     /// Peak score of the head that fired last.
     fired_score: f32,
+    vad: Option<Vad>,
+    /// Speech probability at or above which a 32 ms chunk counts as speech.
+    pub vad_threshold: f32,
+    /// The embedding and heads run until this many ms after the last speech chunk.
+    pub vad_hangover_ms: u64,
+    last_speech_ms: Option<u64>,
+    /// Embeddings of the window not computed (steps the VAD skipped), newest first.
+    stale: usize,
+    steps: u64,
+    embedding_runs: u64,
 }
 
 fn plan_engine(model: &Path, shapes: &[(&str, Vec<usize>)]) -> Result<Context> {
@@ -103,12 +164,44 @@ fn plan_engine(model: &Path, shapes: &[(&str, Vec<usize>)]) -> Result<Context> {
 }
 
 impl Detector {
-    /// Loads the embedding model and the heads listed in `heads_file`.
+    /// Loads a whole-window embedding model (`samples:0` [1, 12400]) and the heads listed in
+    /// `heads_file`.
     pub fn new(embedding_model: &Path, heads_file: &Path) -> Result<Detector> {
+        Detector::with_embedding(&Embedding::Whole(embedding_model.to_path_buf()), heads_file)
+    }
+
+    /// Loads the embedding (streaming split or whole window) and the heads in `heads_file`.
+    pub fn with_embedding(embedding: &Embedding, heads_file: &Path) -> Result<Detector> {
         let (spec, dir) = Heads::load(heads_file)?;
-        let emb = plan_engine(embedding_model, &[("samples:0", vec![1, EMB_WINDOW])])?;
-        let emb_input = "samples:0".to_string();
+        let emb = match embedding {
+            Embedding::Whole(model) => Emb::Whole { ctx: plan_engine(model, &[("samples:0", vec![1, EMB_WINDOW])])? },
+            Embedding::Split { frontend, body } => {
+                let mut front = plan_engine(frontend, &[("samples", vec![1, FRONT_CHUNK])]).with_context(|| {
+                    "the streaming front end is made by models/kws/split_embedding.py; \
+                     or pass --embedding models/speech_embedding.onnx for the whole-window model"
+                })?;
+                let body = plan_engine(body, &[("log_mel", vec![1, MEL_FRAMES, MEL_BANDS])])?;
+                // The window starts as silence: every frame of zeros is the same frame.
+                front.input_mut("samples")?.as_f32_mut()?.fill(0.0);
+                front.run()?;
+                let out = front.output_ref(0)?;
+                let frames = out.as_f32()?;
+                if frames.len() != MEL_STEP * MEL_BANDS {
+                    bail!(
+                        "{}: front end gives {} values per step, expected {MEL_STEP}x{MEL_BANDS}",
+                        frontend.display(),
+                        frames.len()
+                    );
+                }
+                let silence_frame = frames[..MEL_BANDS].to_vec();
+                let mel = silence_frame.repeat(MEL_FRAMES + MEL_STEP * (spec.window.max(1) - 1));
+                Emb::Split { front, body, mel, silence_frame }
+            }
+        };
         let window = spec.window;
+        if window == 0 {
+            bail!("{}: window 0 (heads read at least one embedding)", heads_file.display());
+        }
         let mut heads = Vec::new();
         for h in &spec.heads {
             if h.window != window {
@@ -121,9 +214,8 @@ impl Detector {
         let n = heads.len();
         Ok(Detector {
             emb,
-            emb_input,
             heads,
-            audio: vec![0.0; EMB_WINDOW],
+            audio: vec![0.0; EMB_WINDOW + HOP * (window - 1)],
             pending: Vec::with_capacity(HOP),
             embeddings: vec![0.0; window * EMB_DIM],
             window,
@@ -134,12 +226,42 @@ impl Detector {
             peaks: vec![0.0; n],
             deciding: 0,
             fired_score: 0.0,
+            vad: None,
+            vad_threshold: 0.5,
+            vad_hangover_ms: 1000,
+            last_speech_ms: None,
+            stale: 0,
+            steps: 0,
+            embedding_runs: 0,
         })
+    }
+
+    /// Gates the embedding and the heads on Silero VAD (`model`, e.g.
+    /// `models/kws/silero_vad_16k_conv2d.onnx`).
+    pub fn enable_vad(&mut self, model: &Path) -> Result<()> {
+        self.vad = Some(Vad::new(model)?);
+        Ok(())
+    }
+
+    /// Steps so far (80 ms each).
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Embeddings computed so far (one per step without a VAD; fewer with one, on audio
+    /// without speech).
+    pub fn embedding_runs(&self) -> u64 {
+        self.embedding_runs
     }
 
     /// The keywords, in head order.
     pub fn keywords(&self) -> Vec<&str> {
         self.heads.iter().map(|h| h.spec.keyword.as_str()).collect()
+    }
+
+    /// The thresholds, in head order.
+    pub fn thresholds(&self) -> Vec<f32> {
+        self.heads.iter().map(|h| h.spec.threshold).collect()
     }
 
     /// Sets a keyword's threshold; false if no head has that keyword.
@@ -155,7 +277,7 @@ impl Detector {
 
     /// RMS level of the current audio window in dBFS.
     pub fn level_db(&self) -> f32 {
-        let tail = &self.audio[EMB_WINDOW - HOP..];
+        let tail = &self.audio[self.audio.len() - HOP..];
         let ms = tail.iter().map(|v| v * v).sum::<f32>() / HOP as f32;
         10.0 * (ms + 1e-10).log10()
     }
@@ -194,6 +316,34 @@ impl Detector {
         Ok(())
     }
 
+    /// Back to the state of a new detector (silence before, nothing consumed, no refractory
+    /// period running), keeping the planned engines and the thresholds.
+    pub fn reset(&mut self) {
+        self.audio.fill(0.0);
+        self.pending.clear();
+        self.embeddings.fill(0.0);
+        self.samples = 0;
+        self.scores.fill(0.0);
+        self.peaks.fill(0.0);
+        self.deciding = 0;
+        self.fired_score = 0.0;
+        self.last_speech_ms = None;
+        self.stale = 0;
+        self.steps = 0;
+        self.embedding_runs = 0;
+        if let Some(v) = &mut self.vad {
+            v.reset();
+        }
+        for h in &mut self.heads {
+            h.last_fire = None;
+        }
+        if let Emb::Split { mel, silence_frame, .. } = &mut self.emb {
+            for f in mel.chunks_exact_mut(MEL_BANDS) {
+                f.copy_from_slice(silence_frame);
+            }
+        }
+    }
+
     /// Milliseconds of audio consumed.
     pub fn t_ms(&self) -> u64 {
         self.samples * 1000 / edgert_audio::SAMPLE_RATE as u64
@@ -203,28 +353,56 @@ impl Detector {
     /// head out of its refractory period crosses its threshold, `decision_steps` more steps
     /// run and the head with the highest peak fires.
     fn step(&mut self) -> Result<Option<usize>> {
+        let n = self.audio.len();
         self.audio.copy_within(HOP.., 0);
-        self.audio[EMB_WINDOW - HOP..].copy_from_slice(&self.pending);
+        self.audio[n - HOP..].copy_from_slice(&self.pending);
         self.samples += HOP as u64;
-        {
-            let mut inp = self.emb.input_mut(&self.emb_input)?;
-            inp.as_f32_mut()?.copy_from_slice(&self.audio);
+        self.steps += 1;
+        if let Emb::Split { front, mel, .. } = &mut self.emb {
+            // Always: the log-mel history must hold the frames of skipped steps.
+            front.input_mut("samples")?.as_f32_mut()?.copy_from_slice(&self.audio[n - FRONT_CHUNK..]);
+            front.run()?;
+            let m = mel.len();
+            mel.copy_within(MEL_STEP * MEL_BANDS.., 0);
+            mel[m - MEL_STEP * MEL_BANDS..].copy_from_slice(front.output_ref(0)?.as_f32()?);
         }
-        self.emb.run()?;
-        let out = self.emb.output_ref(0)?;
-        let e = out.as_f32()?;
-        self.embeddings.copy_within(EMB_DIM.., 0);
-        let w = self.window;
-        self.embeddings[(w - 1) * EMB_DIM..].copy_from_slice(&e[..EMB_DIM]);
         let now = self.t_ms();
+        let w = self.window;
+        self.embeddings.copy_within(EMB_DIM.., 0);
+        let open = match &mut self.vad {
+            None => true,
+            Some(vad) => {
+                if vad.push(&self.pending)?.is_some_and(|p| p >= self.vad_threshold) {
+                    self.last_speech_ms = Some(now);
+                }
+                self.last_speech_ms.is_some_and(|t| now - t <= self.vad_hangover_ms)
+            }
+        };
+        if !open {
+            self.stale = (self.stale + 1).min(w - 1);
+            self.scores.fill(0.0);
+        } else {
+            // Embeddings of skipped steps first (oldest first), then this step's.
+            for j in (0..=self.stale).rev() {
+                let e = embed(&mut self.emb, &self.audio, j)?;
+                self.embeddings[(w - 1 - j) * EMB_DIM..(w - j) * EMB_DIM].copy_from_slice(&e[..EMB_DIM]);
+                self.embedding_runs += 1;
+            }
+            self.stale = 0;
+        }
         let mut crossed = false;
         for (i, h) in self.heads.iter_mut().enumerate() {
+            if !open {
+                break;
+            }
             {
                 let mut inp = h.ctx.input_mut("embeddings")?;
                 inp.as_f32_mut()?.copy_from_slice(&self.embeddings);
             }
             h.ctx.run()?;
-            let s = h.ctx.output_ref(0)?.as_f32()?[0];
+            let Some(&s) = h.ctx.output_ref(0)?.as_f32()?.first() else {
+                bail!("head `{}` gave no score", h.spec.keyword);
+            };
             self.scores[i] = s;
             let ready = h.last_fire.is_none_or(|t| now.saturating_sub(t) >= self.refractory_ms);
             if s >= h.spec.threshold && ready {
@@ -259,4 +437,28 @@ impl Detector {
         }
         Ok(best)
     }
+}
+
+/// The embedding of the step `j` steps before the last one: from the log-mel history (split)
+/// or the audio history (whole window).
+fn embed<'a>(emb: &'a mut Emb, audio: &[f32], j: usize) -> Result<&'a [f32]> {
+    let out = match emb {
+        Emb::Whole { ctx } => {
+            let end = audio.len() - j * HOP;
+            ctx.input_mut("samples:0")?.as_f32_mut()?.copy_from_slice(&audio[end - EMB_WINDOW..end]);
+            ctx.run()?;
+            ctx.output_ref(0)?
+        }
+        Emb::Split { body, mel, .. } => {
+            let end = mel.len() - j * MEL_STEP * MEL_BANDS;
+            body.input_mut("log_mel")?.as_f32_mut()?.copy_from_slice(&mel[end - MEL_FRAMES * MEL_BANDS..end]);
+            body.run()?;
+            body.output_ref(0)?
+        }
+    };
+    let e = out.as_f32()?;
+    if e.len() < EMB_DIM {
+        bail!("the embedding model gave {} values, expected {EMB_DIM}", e.len());
+    }
+    Ok(e)
 }

@@ -5,11 +5,15 @@
 //! → one small classifier head per keyword over the last `W` embeddings
 //! (`models/kws/*.onnx`, trained by `models/kws/train.py`).
 //!
-//! Streaming: every new 80 ms chunk costs one embedding step (one 12,400-sample window) and
-//! one run per head; the window of embeddings is never recomputed. Both engines run in
-//! contexts planned once, so a step allocates nothing.
+//! Streaming: every new 80 ms chunk costs one step: the 8 new log-mel frames (the front end
+//! split from the embedding by `models/kws/split_embedding.py`), the conv body over the last
+//! 76 frames, and one run per head; neither the frames nor the window of embeddings is
+//! recomputed. (The whole-window model, `Embedding::Whole`, recomputes 76 frames a step.)
+//! Every engine runs in a context planned once, so a step allocates nothing.
 
 pub mod actions;
+pub mod eval;
 pub mod kws;
+pub mod vad;
 
-pub use kws::{Detection, Detector, HeadSpec, Heads};
+pub use kws::{Detection, Detector, Embedding, HeadSpec, Heads};

@@ -3,6 +3,8 @@
 //! * `voice-actions detect URI`: runs the shipped keyword heads over a source and prints one
 //!   JSON line per detection (`{"keyword":"lights on","score":0.93,"t_ms":1840}`), exiting at
 //!   the end of a file; `--stats` adds a last line with the real-time factor.
+//! * `voice-actions eval DIR`: false-reject rate per keyword, false accepts per hour and
+//!   trigger latency over a labelled set (`models/kws/make_eval_set.py`).
 //! * `voice-actions run --config actions.toml URI`: runs the configured actions
 //!   (`voice_actions::actions`), JSON events on stdout, triggers logged on stderr, and with
 //!   `--meter` a live level/score line on stderr.
@@ -13,8 +15,46 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use voice_actions::Detector;
 use voice_actions::actions::{Config, Runner};
+use voice_actions::{Detector, Embedding};
+
+/// Which models compute the speech embedding.
+#[derive(clap::Args, Clone)]
+struct Models {
+    /// Heads file (keyword, ONNX head, threshold).
+    #[arg(long, default_value = "models/kws/heads.json")]
+    heads: PathBuf,
+    /// Streaming log-mel front end (models/kws/split_embedding.py makes it).
+    #[arg(long, default_value = "models/kws/speech_embedding_frontend.onnx")]
+    frontend: PathBuf,
+    /// Conv body of the speech embedding over 76 log-mel frames.
+    #[arg(long, default_value = "models/kws/speech_embedding_body.onnx")]
+    body: PathBuf,
+    /// A whole-window embedding model instead (samples:0 [1, 12400], e.g.
+    /// models/speech_embedding.onnx): recomputes the window's 76 frames every step.
+    #[arg(long)]
+    embedding: Option<PathBuf>,
+    /// Silero VAD that gates the embedding and the heads (models/kws/vad_conv2d.py makes it).
+    #[arg(long, default_value = "models/kws/silero_vad_16k_conv2d.onnx")]
+    vad: PathBuf,
+    /// Run the embedding and the heads on every step, speech or not.
+    #[arg(long)]
+    no_vad: bool,
+}
+
+impl Models {
+    fn detector(&self) -> Result<Detector> {
+        let e = match &self.embedding {
+            Some(p) => Embedding::Whole(p.clone()),
+            None => Embedding::Split { frontend: self.frontend.clone(), body: self.body.clone() },
+        };
+        let mut det = Detector::with_embedding(&e, &self.heads)?;
+        if !self.no_vad {
+            det.enable_vad(&self.vad)?;
+        }
+        Ok(det)
+    }
+}
 
 #[derive(Parser)]
 #[command(name = "voice-actions", about = "On-device keyword spotting that triggers actions (edgert sample app)")]
@@ -27,14 +67,10 @@ struct Cli {
 enum Cmd {
     /// Run the keyword heads over an audio source; one JSON line per detection.
     Detect {
-        /// Audio source: file://PATH.wav or a path (alsa://, pulse://, rtsp:// not built yet).
+        /// Audio source: file://PATH (WAV, FLAC, MP3, …), a path, alsa://DEVICE, pulse://[DEVICE] or rtsp://….
         uri: String,
-        /// Heads file (keyword, ONNX head, threshold).
-        #[arg(long, default_value = "models/kws/heads.json")]
-        heads: PathBuf,
-        /// Speech embedding model.
-        #[arg(long, default_value = "models/speech_embedding.onnx")]
-        embedding: PathBuf,
+        #[command(flatten)]
+        models: Models,
         /// No second trigger of a keyword within this many ms.
         #[arg(long, default_value_t = 1500)]
         refractory_ms: u64,
@@ -49,12 +85,8 @@ enum Cmd {
         config: PathBuf,
         /// Audio source.
         uri: String,
-        /// Heads file.
-        #[arg(long, default_value = "models/kws/heads.json")]
-        heads: PathBuf,
-        /// Speech embedding model.
-        #[arg(long, default_value = "models/speech_embedding.onnx")]
-        embedding: PathBuf,
+        #[command(flatten)]
+        models: Models,
         /// A live line on stderr: level and the top keyword scores.
         #[arg(long)]
         meter: bool,
@@ -65,15 +97,27 @@ enum Cmd {
         #[arg(long)]
         keyword: String,
     },
-    /// Evaluate false rejects and false accepts per hour over a labelled folder (not built yet).
+    /// False-reject rate per keyword, false accepts per hour and trigger latency over a
+    /// labelled folder (models/kws/make_eval_set.py makes one).
     Eval {
-        /// Folder of labelled audio.
+        /// Folder with labels.json and its WAV files.
         dir: PathBuf,
+        #[command(flatten)]
+        models: Models,
+        /// An utterance counts as detected if its keyword fires by this many ms after its end.
+        #[arg(long, default_value_t = 1000)]
+        late_ms: u64,
+        /// Also write the full report (every false accept, every latency) as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// One line per file on stderr.
+        #[arg(long)]
+        verbose: bool,
     },
 }
 
-fn run_actions(config: PathBuf, uri: String, heads: PathBuf, embedding: PathBuf, meter: bool) -> Result<()> {
-    let mut det = Detector::new(&embedding, &heads)?;
+fn run_actions(config: PathBuf, uri: String, models: Models, meter: bool) -> Result<()> {
+    let mut det = models.detector()?;
     let known: Vec<String> = det.keywords().iter().map(|s| s.to_string()).collect();
     let known_ref: Vec<&str> = known.iter().map(String::as_str).collect();
     let cfg = Config::load(&config, &known_ref)?;
@@ -118,8 +162,8 @@ fn run_actions(config: PathBuf, uri: String, heads: PathBuf, embedding: PathBuf,
 fn main() -> Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     match Cli::parse().cmd {
-        Cmd::Detect { uri, heads, embedding, refractory_ms, stats } => {
-            let mut det = Detector::new(&embedding, &heads)?;
+        Cmd::Detect { uri, models, refractory_ms, stats } => {
+            let mut det = models.detector()?;
             det.refractory_ms = refractory_ms;
             let mut src = edgert_audio::open(&uri)?;
             let mut buf = vec![0.0f32; 1280];
@@ -152,20 +196,32 @@ fn main() -> Result<()> {
                 writeln!(
                     out,
                     "{}",
-                    serde_json::json!({"stats": {"audio_s": audio_s, "compute_s": compute.as_secs_f64(), "rtf": rtf}})
+                    serde_json::json!({"stats": {
+                        "audio_s": audio_s, "compute_s": compute.as_secs_f64(), "rtf": rtf,
+                        "steps": det.steps(), "embedding_runs": det.embedding_runs()}})
                 )?;
             }
             Ok(())
         }
-        Cmd::Run { config, uri, heads, embedding, meter } => run_actions(config, uri, heads, embedding, meter),
+        Cmd::Run { config, uri, models, meter } => run_actions(config, uri, models, meter),
         Cmd::Train { keyword } => anyhow::bail!(
             "on-device training is not built yet; train `{keyword}` on a host with \
              models/kws/train.py (add it to KEYWORDS there) and copy models/kws/ to the device"
         ),
-        Cmd::Eval { dir } => anyhow::bail!(
-            "`eval` is not built yet (no labelled held-out set or false-accepts-per-hour harness); \
-             {} was not read. Clip-level held-out rates are in models/kws/TRAINING_REPORT.md",
-            dir.display()
-        ),
+        Cmd::Eval { dir, models, late_ms, json, verbose } => {
+            let mut det = models.detector()?;
+            let report = voice_actions::eval::evaluate(&mut det, &dir, late_ms, |file, found| {
+                if verbose {
+                    let k: Vec<String> = found.iter().map(|d| format!("{}@{}", d.keyword, d.t_ms)).collect();
+                    eprintln!("{file}: {}", k.join(" "));
+                }
+            })?;
+            print!("{}", report.markdown());
+            if let Some(p) = json {
+                std::fs::write(&p, serde_json::to_string_pretty(&report)?)
+                    .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+            }
+            Ok(())
+        }
     }
 }

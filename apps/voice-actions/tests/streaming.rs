@@ -8,7 +8,7 @@ use std::sync::Arc;
 use edgert_core::compare::{Tolerance, mismatch};
 use edgert_core::{Context, Engine, Tensor, onnx};
 use voice_actions::kws::{EMB_DIM, EMB_WINDOW, HOP};
-use voice_actions::{Detector, Heads};
+use voice_actions::{Detector, Embedding, Heads};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -20,19 +20,50 @@ fn ctx(model: &Path, name: &str, shape: Vec<usize>) -> Context {
     Context::new(engine, &shapes).unwrap()
 }
 
+/// The app's default detector: the split, streaming embedding.
 fn detector() -> Detector {
+    Detector::with_embedding(&Embedding::split_in(&root()), &root().join("models/kws/heads.json")).unwrap()
+}
+
+fn whole_window_detector() -> Detector {
     Detector::new(&root().join("models/speech_embedding.onnx"), &root().join("models/kws/heads.json")).unwrap()
 }
 
 #[test]
-fn streaming_and_one_shot_give_the_same_embeddings_and_scores() {
+fn split_streaming_and_one_shot_give_the_same_embeddings_and_scores() {
+    streaming_matches_one_shot(detector());
+}
+
+#[test]
+fn whole_window_streaming_and_one_shot_give_the_same_embeddings_and_scores() {
+    streaming_matches_one_shot(whole_window_detector());
+}
+
+#[test]
+fn reset_gives_a_fresh_detector() {
+    let input = edgert_core::npy::read(&root().join("tests/goldens/speech_embedding/input_0.npy")).unwrap();
+    let x: Vec<f32> = input.to_f32_vec().unwrap()[..HOP * 6].to_vec();
+    let run = |det: &mut Detector| {
+        let mut out = Vec::new();
+        det.push(&x, |d, _| out.push((d.embeddings().to_vec(), d.scores().to_vec()))).unwrap();
+        out
+    };
+    let mut det = detector();
+    let fresh = run(&mut det);
+    // Leave state behind (a partial chunk, other audio), then reset.
+    det.push(&x[..HOP * 3 + 17], |_, _| {}).unwrap();
+    det.reset();
+    assert_eq!(det.t_ms(), 0);
+    assert_eq!(run(&mut det), fresh, "a reset detector differs from a new one");
+}
+
+fn streaming_matches_one_shot(mut det: Detector) {
     // Real-ish audio: the speech_embedding golden input (synthetic tones, chirp and noise).
     let input = edgert_core::npy::read(&root().join("tests/goldens/speech_embedding/input_0.npy")).unwrap();
     let k_steps = 21;
     let x: Vec<f32> = input.to_f32_vec().unwrap()[..HOP * k_steps].to_vec();
 
     // Streaming, in odd-sized pushes.
-    let mut det = detector();
     let keywords: Vec<String> = det.keywords().iter().map(|s| s.to_string()).collect();
     let mut stream_emb = Vec::new();
     let mut stream_scores = Vec::new();
@@ -103,7 +134,7 @@ fn say(text: &str, voice: &str) -> Option<Vec<f32>> {
 #[test]
 fn keywords_fire_on_held_out_voices_and_negatives_do_not() {
     // Voices from models/kws/train.py's held-out set (never used in training).
-    // Two voices keep the test near a minute with the reference kernels (RTF ~2 on one core).
+    // Two voices keep the test short (a debug build is ~10x slower than release).
     let voices = ["en-us-nyc+m6", "en-gb-x-gbcwmd+f4"];
     let negatives = ["good morning", "turn it off", "the record store"];
     if say("test", voices[0]).is_none() {

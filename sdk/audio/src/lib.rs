@@ -5,10 +5,13 @@
 //! single-producer single-consumer lock-free [`ring::Ring`] carries samples from a capture
 //! thread to the inference thread.
 //!
-//! Supported now: `file://PATH.wav` (PCM 8/16/24/32-bit, IEEE float 32/64; any rate and
-//! channel count) and plain paths. Not yet: `alsa://`, `pulse://`, `rtsp://`, FLAC and MP3
-//! (GStreamer capture is planned in `sdk/media`); opening them is an error that says so.
+//! WAV files (`file://PATH.wav` or a plain path; PCM 8/16/24/32-bit, IEEE float 32/64; any
+//! rate and channel count) are read natively. With the `gstreamer` feature (default), every
+//! other file (FLAC, MP3, …), `alsa://DEVICE`, `pulse://[DEVICE]` and `rtsp://` audio go
+//! through GStreamer ([`gst::GstSource`]); without it they are an error that says so.
 
+#[cfg(feature = "gstreamer")]
+pub mod gst;
 pub mod resample;
 pub mod ring;
 pub mod wav;
@@ -36,6 +39,14 @@ pub enum Error {
         /// The file.
         path: String,
         /// What is wrong, and what would work.
+        message: String,
+    },
+    /// A GStreamer source failed to start or broke while running.
+    #[error("audio source `{uri}`: {message}")]
+    Gst {
+        /// The URI.
+        uri: String,
+        /// What failed, and what to check.
         message: String,
     },
     /// The URI names a source kind this build does not have.
@@ -90,22 +101,36 @@ impl AudioSource for Clip {
     }
 }
 
-/// Opens a source by URI: `file://PATH` or a plain path to a `.wav` file.
+/// Opens a source by URI: `file://PATH`, a plain path, `alsa://DEVICE`, `pulse://[DEVICE]` or
+/// `rtsp://…`. WAV files are read natively; the rest needs the `gstreamer` feature.
 pub fn open(uri: &str) -> Result<Box<dyn AudioSource>> {
-    let path = if let Some(p) = uri.strip_prefix("file://") {
-        p
-    } else if let Some((scheme, _)) = uri.split_once("://") {
-        return Err(Error::Unsupported {
-            uri: uri.to_string(),
-            hint: format!(
-                "`{scheme}://` capture (microphone, RTSP) needs the GStreamer audio source, which is not built yet; \
-                 record to a WAV file and use file://PATH.wav"
-            ),
-        });
-    } else {
-        uri
+    let (scheme, path) = match uri.split_once("://") {
+        Some((s, p)) => (s, p),
+        None => ("file", uri),
     };
-    Ok(Box::new(load_wav_16k(Path::new(path))?))
+    if scheme == "file" && is_wav(Path::new(path)) {
+        return Ok(Box::new(load_wav_16k(Path::new(path))?));
+    }
+    open_gst(&format!("{scheme}://{path}"))
+}
+
+fn is_wav(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("wav"))
+}
+
+#[cfg(feature = "gstreamer")]
+fn open_gst(uri: &str) -> Result<Box<dyn AudioSource>> {
+    Ok(Box::new(gst::GstSource::open(uri)?))
+}
+
+#[cfg(not(feature = "gstreamer"))]
+fn open_gst(uri: &str) -> Result<Box<dyn AudioSource>> {
+    Err(Error::Unsupported {
+        uri: uri.to_string(),
+        hint: "this build of edgert-audio reads only WAV files: build it with the `gstreamer` feature \
+               for other formats, microphones and RTSP"
+            .into(),
+    })
 }
 
 /// Reads a WAV file and converts it to 16 kHz mono.
@@ -115,7 +140,7 @@ pub fn load_wav_16k(path: &Path) -> Result<Clip> {
     if matches!(ext.as_str(), "flac" | "mp3" | "ogg" | "opus") {
         return Err(Error::Unsupported {
             uri: p,
-            hint: format!("{ext} decoding needs the GStreamer source (not built yet); convert to WAV"),
+            hint: format!("{ext} is decoded by GStreamer: open it with edgert_audio::open(\"file://…\")"),
         });
     }
     let bytes = std::fs::read(path).map_err(|e| Error::Io { path: p.clone(), source: e })?;
