@@ -95,7 +95,9 @@ fn hint(scheme: &str) -> &'static str {
         "alsa" => "list capture devices with `arecord -L` and pass one as alsa://DEVICE",
         "pulse" => "is a PulseAudio/PipeWire server running for this user? `pactl list sources short` lists devices",
         "rtsp" | "rtsps" => "check the address and that the stream has an audio track (`gst-discoverer-1.0 URI`)",
-        _ => "check the file (`gst-discoverer-1.0 file:///…`); install gstreamer1.0-plugins-{good,ugly} or gstreamer1.0-libav for more formats",
+        _ => {
+            "check the file (`gst-discoverer-1.0 file:///…`); install gstreamer1.0-plugins-{good,ugly} or gstreamer1.0-libav for more formats"
+        }
     }
 }
 

@@ -24,6 +24,8 @@ struct State {
     /// Workers still working on the current job.
     busy: usize,
     shutdown: bool,
+    /// Workers that have started their loop.
+    started: usize,
 }
 
 struct Shared {
@@ -52,7 +54,7 @@ impl ThreadPool {
     /// workers (`threads` 0 is taken as 1). Fails if the OS refuses a thread.
     pub fn new(threads: usize) -> std::io::Result<ThreadPool> {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { job: None, generation: 0, busy: 0, shutdown: false }),
+            state: Mutex::new(State { job: None, generation: 0, busy: 0, shutdown: false, started: 0 }),
             work: Condvar::new(),
             done: Condvar::new(),
             next: AtomicUsize::new(0),
@@ -60,7 +62,24 @@ impl ThreadPool {
         let mut workers = Vec::new();
         for i in 1..threads.max(1) {
             let s = shared.clone();
-            workers.push(std::thread::Builder::new().name(format!("edgert-cpu-{i}")).spawn(move || worker(&s))?);
+            let spawned = std::thread::Builder::new().name(format!("edgert-cpu-{i}")).spawn(move || worker(&s));
+            match spawned {
+                Ok(h) => workers.push(h),
+                Err(e) => {
+                    // Dropping the pool stops and joins the workers already spawned.
+                    drop(ThreadPool { shared, workers, run_lock: Mutex::new(()) });
+                    return Err(e);
+                }
+            }
+        }
+        // Return only once every worker is running: a thread's start-up (done by std in the
+        // new thread) allocates, and must not overlap a later, allocation-free `run` (a model
+        // whose loops are all single-task never wakes the workers).
+        {
+            let mut st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            while st.started < workers.len() {
+                st = shared.done.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
         }
         Ok(ThreadPool { shared, workers, run_lock: Mutex::new(()) })
     }
@@ -115,6 +134,11 @@ fn drain(sh: &Shared, f: &(dyn Fn(usize) + Sync), tasks: usize) {
 
 fn worker(sh: &Shared) {
     let mut seen = 0u64;
+    {
+        let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.started += 1;
+        sh.done.notify_all();
+    }
     loop {
         let job = {
             let mut st = sh.state.lock().unwrap_or_else(|e| e.into_inner());
