@@ -7,8 +7,8 @@
 //! (`Relu`, `LeakyRelu`, `Clip`, `HardSwish`, `Sigmoid`, `PRelu`; absent: none) with
 //! `alpha` (LeakyRelu) or `min`/`max` (Clip).
 //!
-//! 2-D f32 convolutions run on the CPU backend (`cpu::conv`); any other rank or type runs
-//! the reference Conv, then the same epilogue.
+//! 1-D and 2-D f32 convolutions run on the CPU backend (`cpu::conv`, a 1-D one as height 1);
+//! any other rank or type runs the reference Conv, then the same epilogue.
 
 use crate::cpu::conv::{Conv2d, conv2d};
 use crate::cpu::{Activation, Epilogue, Exec};
@@ -80,26 +80,43 @@ impl FusedConv {
     }
 }
 
-/// The 2-D geometry of `conv` for these shapes, or `None` for another spatial rank.
+/// The 2-D geometry of `conv` for these shapes, or `None` for another spatial rank. A 1-D
+/// convolution (`[N, C, L]`) is the 2-D one of height 1: its tensors have the same memory
+/// layout as `[N, C, 1, L]`, so it runs on the same kernels.
 pub(crate) fn conv2d_geometry(conv: &Conv, x: &[usize], w: &[usize], b: Option<&[usize]>) -> Result<Option<Conv2d>> {
     let (geo, n, c, m) = conv.check(x, w, b)?;
-    if geo.nsp != 2 {
+    // (height, width) for each field; a 1-D convolution gets the height-1 identity.
+    let pick = |v: &[usize], unit: usize| -> Option<[usize; 2]> {
+        match geo.nsp {
+            2 => Some([v[0], v[1]]),
+            1 => Some([unit, v[0]]),
+            _ => None,
+        }
+    };
+    let (Some(input), Some(kernel), Some(stride), Some(dilation), Some(pad), Some(output)) = (
+        pick(&geo.input, 1),
+        pick(&geo.kernel, 1),
+        pick(&geo.stride, 1),
+        pick(&geo.dilation, 1),
+        pick(&geo.pad_begin, 0),
+        pick(&geo.output, 1),
+    ) else {
         return Ok(None);
-    }
+    };
     Ok(Some(Conv2d {
         n,
         c,
-        h: geo.input[0],
-        w: geo.input[1],
+        h: input[0],
+        w: input[1],
         m,
         group: conv.group,
-        kh: geo.kernel[0],
-        kw: geo.kernel[1],
-        stride: [geo.stride[0], geo.stride[1]],
-        dilation: [geo.dilation[0], geo.dilation[1]],
-        pad: [geo.pad_begin[0], geo.pad_begin[1]],
-        oh: geo.output[0],
-        ow: geo.output[1],
+        kh: kernel[0],
+        kw: kernel[1],
+        stride,
+        dilation,
+        pad,
+        oh: output[0],
+        ow: output[1],
     }))
 }
 
@@ -312,18 +329,33 @@ mod tests {
             (1, 3, 8, 33, 3, 3, 5, 5, 2, 1, [0, 0, 0, 0]),
             (1, 3, 128, 128, 24, 1, 5, 5, 2, 1, [1, 1, 2, 2]),
             (2, 5, 20, 36, 7, 1, 3, 3, 3, 2, [2, 3, 0, 1]),
+            // 1-D (h = 0 marks it: X is [n, c, w], pads are [left, right] from [_, l, _, r]),
+            // as in Silero VAD: an STFT as a strided conv, a k=3 encoder, depthwise, pointwise.
+            (1, 1, 0, 640, 258, 1, 1, 256, 128, 1, [0, 0, 0, 0]),
+            (2, 129, 0, 5, 128, 1, 1, 3, 1, 1, [0, 1, 0, 1]),
+            (1, 7, 0, 50, 7, 7, 1, 5, 2, 3, [0, 4, 0, 1]),
+            (2, 9, 0, 17, 19, 1, 1, 1, 1, 1, [0, 0, 0, 0]),
         ];
         for (ci, &(n, c, h, w, m, group, kh, kw, stride, dil, pads)) in cases.iter().enumerate() {
-            let x = rng.tensor(&[n, c, h, w]);
-            let wt = rng.tensor(&[m, c / group, kh, kw]);
+            let one_d = h == 0;
+            let (x_shape, w_shape, pads, sp) = if one_d {
+                (vec![n, c, w], vec![m, c / group, kw], vec![pads[1], pads[3]], 1)
+            } else {
+                (vec![n, c, h, w], vec![m, c / group, kh, kw], pads.to_vec(), 2)
+            };
+            let x = rng.tensor(&x_shape);
+            let wt = rng.tensor(&w_shape);
             let b = rng.tensor(&[m]);
             let act = acts[ci % acts.len()];
             let slope: Vec<f32> = (0..m).map(|_| rng.sym()).collect();
             let mut attrs = Attrs::new()
                 .with("group", Attr::Int(group as i64))
-                .with("strides", Attr::Ints(vec![stride as i64; 2]))
-                .with("dilations", Attr::Ints(vec![dil as i64; 2]))
-                .with("pads", Attr::Ints(pads.to_vec()));
+                .with("strides", Attr::Ints(vec![stride as i64; sp]))
+                .with("dilations", Attr::Ints(vec![dil as i64; sp]))
+                .with("pads", Attr::Ints(pads));
+            // Every case must take the fast kernel, not the reference fallback.
+            let conv = Conv::build(&attrs, 17).unwrap();
+            assert!(conv2d_geometry(&conv, &x_shape, &w_shape, None).unwrap().is_some(), "case {ci}");
             let plain = reference(&attrs, &x, &wt, &b, None, Activation::None, &slope);
             let shape = {
                 let conv = Conv::build(&attrs, 17).unwrap();
