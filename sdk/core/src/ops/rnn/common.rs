@@ -2,6 +2,7 @@
 //! (direction, hidden_size, activations, clip, layout), input shape checks, tensor layout
 //! indexing, and the f32 scratch state.
 
+use crate::cpu;
 use crate::error::Result;
 use crate::ops::{Attrs, InferInput, TypeShape, optional, required};
 use crate::tensor::{DType, Element, TensorRef, numel};
@@ -409,14 +410,27 @@ pub fn f32_scratch(scratch: &mut [u8], n: usize) -> Result<&mut [f32]> {
     Ok(&mut mid[..n])
 }
 
-/// `Σ w[i]·x[i]` in f64, for a weight row and an input row of the op's element type.
+/// `Σ w[i]·x[i]`, for a weight row and an input row of the op's element type: f32 rows on
+/// the vectorized kernel ([`cpu::dot`]), other types summed in f64.
 pub fn dot_tt<T: Element>(w: &[T], x: &[T]) -> f64 {
+    if let (Some(w), Some(x)) = (as_f32(w), as_f32(x)) {
+        return cpu::dot::dot(cpu::isa::active(), w, x) as f64;
+    }
     w.iter().zip(x).map(|(a, b)| a.to_f64() * b.to_f64()).sum()
 }
 
-/// `Σ w[i]·h[i]` in f64, for a weight row and an f32 state row.
+/// `Σ w[i]·h[i]`, for a weight row and an f32 state row (as [`dot_tt`]).
 pub fn dot_tf<T: Element>(w: &[T], h: &[f32]) -> f64 {
+    if let Some(w) = as_f32(w) {
+        return cpu::dot::dot(cpu::isa::active(), w, h) as f64;
+    }
     w.iter().zip(h).map(|(a, &b)| a.to_f64() * b as f64).sum()
+}
+
+/// The slice itself when the element type is f32.
+fn as_f32<T: Element>(s: &[T]) -> Option<&[f32]> {
+    // SAFETY: f32 is the only Element whose DTYPE is F32, so T is f32 here.
+    (T::DTYPE == DType::F32).then(|| unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) })
 }
 
 /// Element `i` of an optional tensor as f32, or 0 when the tensor is absent.
