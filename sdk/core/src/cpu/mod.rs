@@ -19,6 +19,7 @@ mod gemm_x86;
 pub mod isa;
 pub mod max_pool;
 pub mod pool;
+pub mod resample;
 
 pub use epilogue::{Activation, Epilogue};
 pub use isa::Isa;

@@ -6,7 +6,12 @@
 //! 1-D coefficients, and the N-d result is the tensor product of the per-axis taps (the
 //! interpolation is separable). Indices outside the input are clamped (edge padding)
 //! unless `exclude_outside` drops them. Coordinates and sums are computed in f64.
+//!
+//! f32 tensors resized along their last two axes only (images, feature maps; no antialias,
+//! no tf_crop_and_resize) take a fast path: the same per-axis taps and coefficients, put in
+//! tables, then `cpu::resample` (sums in f32).
 
+use crate::cpu::resample::{self, AxisTaps, MAX_TAPS};
 use crate::error::Result;
 use crate::ops::nn::common::{next_index, read_f32};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, const_value, optional, required};
@@ -455,12 +460,28 @@ impl Op for Resize {
         Ok(vec![TypeShape::new(x.dtype, p.output[..p.rank].to_vec())])
     }
 
-    fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
+    fn scratch_bytes(&self, inputs: &[Option<TypeShape>], outputs: &[TypeShape]) -> usize {
+        match (inputs.first(), outputs.first()) {
+            (Some(Some(x)), Some(y)) if x.dtype == DType::F32 && self.fast_path_applies(x.shape.len()) => {
+                fast_scratch_bytes(&x.shape, &y.shape)
+            }
+            _ => 0,
+        }
+    }
+
+    fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], scratch: &mut [u8]) -> Result<()> {
         let x = required(inputs, 0, "X")?;
         let data = |i: usize| optional(inputs, i).map(|t| t.data).filter(|d| !d.is_empty());
         let p = self.plan(x.shape, data(2), data(3), data(1))?;
         let y = outputs.first_mut().ok_or_else(|| invalid_err!("Resize needs an output"))?;
         let roi = data(1);
+        if x.dtype() == DType::F32
+            && self.fast_path_applies(p.rank)
+            && (0..p.rank.saturating_sub(2)).all(|a| !p.active[a])
+            && scratch.len() >= fast_scratch_bytes(x.shape, &p.output[..p.rank])
+        {
+            return self.resize_fast(&p, x, y, scratch);
+        }
         match x.dtype() {
             DType::F32 => self.resize::<f32>(&p, x, y, roi),
             DType::F16 => self.resize::<half::f16>(&p, x, y, roi),
@@ -473,7 +494,77 @@ impl Op for Resize {
     }
 }
 
+/// Scratch for the fast path: a tap table per output row and column, and one input row.
+fn fast_scratch_bytes(x: &[usize], y: &[usize]) -> usize {
+    let r = x.len();
+    if r < 2 || y.len() != r {
+        return 0;
+    }
+    (y[r - 2] + y[r - 1]) * std::mem::size_of::<AxisTaps>() + x[r - 1] * 4 + 64
+}
+
 impl Resize {
+    /// Whether the separable f32 fast path can run this op on rank `rank` (the axes resized
+    /// are checked against the plan at run time).
+    fn fast_path_applies(&self, rank: usize) -> bool {
+        rank >= 2 && !self.antialias && self.ctm != Ctm::TfCropAndResize
+    }
+
+    /// The tap table of one of the last two axes, and its tap count.
+    fn axis_table(&self, p: &ResizePlan, a: usize, n: usize, table: &mut [AxisTaps]) -> usize {
+        let out = p.output[a];
+        if !p.active[a] {
+            for (o, t) in table.iter_mut().enumerate() {
+                *t = AxisTaps { idx: [o as u32; MAX_TAPS], w: [1.0, 0.0, 0.0, 0.0] };
+            }
+            return 1;
+        }
+        let mut count = 1;
+        for (o, t) in table.iter_mut().enumerate() {
+            let taps = self.taps(o, n, out, p.scale[a], (0.0, 1.0));
+            *t = AxisTaps::default();
+            if self.mode == Mode::Nearest {
+                t.idx[0] = taps.nearest as u32;
+                t.w[0] = 1.0;
+                continue;
+            }
+            count = taps.count.min(MAX_TAPS);
+            for k in 0..count {
+                t.idx[k] = (taps.first + k as i64).clamp(0, n as i64 - 1) as u32;
+                t.w[k] = self.coeff(&taps, k, n) as f32;
+            }
+        }
+        count
+    }
+
+    /// f32, resized along the last two axes only: tap tables in `scratch`, then
+    /// [`resample::resample_planes`].
+    fn resize_fast(&self, p: &ResizePlan, x: TensorRef, y: &mut TensorMut, scratch: &mut [u8]) -> Result<()> {
+        let (xs, ys) = (x.as_f32()?, y.as_f32_mut()?);
+        let r = p.rank;
+        let (ih, iw, oh, ow) = (x.shape[r - 2], x.shape[r - 1], p.output[r - 2], p.output[r - 1]);
+        if ys.len() != p.output[..r].iter().product::<usize>() || xs.len() != x.shape.iter().product::<usize>() {
+            invalid!("Resize: tensor sizes do not match the inferred shapes");
+        }
+        if ys.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: AxisTaps is plain old data (u32s and f32s); align_to_mut keeps alignment.
+        let (_, tables, _) = unsafe { scratch.align_to_mut::<AxisTaps>() };
+        if tables.len() < oh + ow + iw.div_ceil(std::mem::size_of::<AxisTaps>() / 4) {
+            invalid!("Resize: scratch too small for the fast path");
+        }
+        let (row_t, rest) = tables.split_at_mut(oh);
+        let (col_t, rest) = rest.split_at_mut(ow);
+        let rows = resample::Axis { input: ih, count: self.axis_table(p, r - 2, ih, row_t), taps: row_t };
+        let cols = resample::Axis { input: iw, count: self.axis_table(p, r - 1, iw, col_t), taps: col_t };
+        // SAFETY: the rest of the AxisTaps storage, viewed as the f32 row buffer (same alignment).
+        let tmp = unsafe { std::slice::from_raw_parts_mut(rest.as_mut_ptr() as *mut f32, rest.len() * std::mem::size_of::<AxisTaps>() / 4) };
+        let planes = x.shape[..r - 2].iter().product::<usize>();
+        resample::resample_planes(planes, rows, cols, xs, ys, tmp);
+        Ok(())
+    }
+
     fn resize<T: Element>(&self, p: &ResizePlan, x: TensorRef, y: &mut TensorMut, roi: Option<DataRef>) -> Result<()> {
         let xs = x.typed::<T>()?;
         let ys = y.typed_mut::<T>()?;
@@ -615,6 +706,49 @@ mod tests {
             let y16 = eval(&op, &[Some(&to_f16(&x)), roi.as_ref(), sc.as_ref(), sz.as_ref()]).unwrap();
             assert_close(&y16[0], &ys, &yv, 2e-2);
         }
+    }
+
+    /// The f32 fast path (what `eval` takes: it gives the scratch) against the reference
+    /// (run with no scratch) over modes, coordinate modes, rounding, up- and downscaling,
+    /// one axis or two, rank 3 to 5, and exclude_outside.
+    #[test]
+    fn fast_path_matches_reference() {
+        use crate::ops::nn::test_util::Rng;
+        let mut rng = Rng::new(9);
+        let ctms = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"];
+        let nearest = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"];
+        let shapes: &[(&[usize], &[f32])] = &[
+            (&[1, 3, 6, 7], &[1., 1., 2., 2.]),
+            (&[2, 2, 9, 5], &[1., 1., 0.5, 1.7]),
+            (&[2, 11, 4], &[1., 1., 2.5]),
+            (&[1, 1, 2, 5, 3], &[1., 1., 1., 1., 3.]),
+            (&[1, 2, 16, 16], &[1., 1., 0.3, 0.25]),
+            (&[1, 2, 7, 8], &[1., 1., 3., 1.]),
+        ];
+        let mut checked = 0;
+        for (si, &(shape, sc)) in shapes.iter().enumerate() {
+            let x = rng.tensor(shape);
+            for mode in ["nearest", "linear", "cubic"] {
+                for (ci, ctm) in ctms.iter().enumerate() {
+                    let attrs = Attrs::new()
+                        .with("mode", s(mode))
+                        .with("coordinate_transformation_mode", s(ctm))
+                        .with("nearest_mode", s(nearest[(ci + si) % 4]))
+                        .with("exclude_outside", Attr::Int(((ci + si) % 2) as i64));
+                    let op = Resize::build(&attrs, 19).unwrap();
+                    let sc = scales(sc);
+                    let fast = eval(&op, &[Some(&x), None, Some(&sc)]).unwrap().remove(0);
+                    let in_types = [Some(TypeShape::new(DType::F32, shape.to_vec())), None, None];
+                    let out_type = TypeShape::new(DType::F32, fast.shape().to_vec());
+                    assert!(op.scratch_bytes(&in_types, std::slice::from_ref(&out_type)) > 0, "fast path not taken");
+                    let mut slow = Tensor::zeros(DType::F32, fast.shape());
+                    op.run(&[Some(x.view()), None, Some(sc.view())], &mut [slow.view_mut()], &mut []).unwrap();
+                    assert_close(&fast, fast.shape(), slow.as_f32().unwrap(), 1e-5);
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 6 * 3 * 5);
     }
 
     #[test]
