@@ -321,6 +321,10 @@ fn select_node(graph: &Graph, plan: &Plan, node: &Node, outputs: &[usize]) -> Se
                     A::Sigmoid => (Act::Sigmoid, 0.0, 0.0),
                     other => return unsupported(format!("the fused activation {other:?}")),
                 };
+                if let Some((lo, hi)) = edgert_core::ops::fused::fused_conv::parse_clamp(attrs)? {
+                    // Not in the CUDA epilogue yet: the node runs on the CPU (reported) or fails.
+                    return unsupported(format!("a clamp [{lo}, {hi}] after the fused activation"));
+                }
                 epilogue.act = act as i32;
                 epilogue.act_alpha = a;
                 epilogue.act_beta = b;
@@ -597,6 +601,26 @@ mod tests {
         let fb = fallbacks(&g, &plan, &ks);
         assert_eq!(fb.len(), 1);
         assert_eq!((fb[0].0, fb[0].1), ("top", "TopK"));
+    }
+
+    /// A clamp after the activation (Max with a constant, fused on the CPU) is not in the
+    /// CUDA epilogue: the node is named as unsupported, not run without its clamp.
+    #[test]
+    fn fused_clamp_is_reported_unsupported() {
+        let mut g = graph(false);
+        let relu_out = g.nodes[1].outputs[0].expect("relu output");
+        let lo = g.add_constant("lo", Tensor::scalar_f32(0.05));
+        let m = g.add_value("m", None, None);
+        let gap = g.nodes.iter().position(|n| n.op_type == "GlobalAveragePool").expect("gap");
+        g.nodes[gap].inputs[0] = Some(m);
+        g.add_node("floor", "Max", Attrs::new(), vec![Some(relu_out), Some(lo)], vec![Some(m)]).unwrap();
+        g.sort_topologically().unwrap();
+        let engine = edgert_core::Engine::from_graph(g).unwrap();
+        let g = &engine.graph;
+        assert!(!g.nodes.iter().any(|n| n.op_type == "Max"), "Max was fused: {:?}", g.op_counts());
+        let plan = edgert_core::plan::plan(g, &HashMap::new()).unwrap();
+        let e = select(g, &plan, SelectOptions::default()).unwrap_err().to_string();
+        assert!(e.contains("clamp [0.05, inf]"), "{e}");
     }
 
     #[test]

@@ -110,6 +110,7 @@ pub fn conv2d(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &
                 residual_rows: res_rows,
                 activation: ep.activation,
                 slope: ep.slope.map(|s| &s[row0..row0 + mg]),
+                clamp: ep.clamp,
             };
             let a = &w[row0 * k..(row0 + mg) * k];
             let yg = &mut y[y_off..y_off + mg * np];

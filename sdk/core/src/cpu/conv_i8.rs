@@ -143,6 +143,7 @@ pub fn conv2d_u8(exec: &Exec, p: &Conv2d, x: &[f32], q: &QuantConv, ep: &Epilogu
                 residual_rows: res_rows,
                 activation: ep.activation,
                 slope: ep.slope.map(|s| &s[row0..row0 + mg]),
+                clamp: ep.clamp,
             };
             let y_off = (ni * p.m + row0) * np;
             let rows = row0..row0 + mg;

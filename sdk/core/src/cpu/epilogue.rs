@@ -1,5 +1,6 @@
 //! Epilogues: what a fused kernel applies to its accumulators before storing them, in this
-//! order: `+ bias[channel]`, `+ residual[same position]`, then the activation. Computed on
+//! order: `+ bias[channel]`, `+ residual[same position]`, the activation, then an optional
+//! clamp (a Max/Min/Clip that followed the activation in the model). Computed on
 //! each output tile while it is still in cache (so the fusion saves whole passes over memory).
 
 /// An activation applied elementwise after bias and residual.
@@ -66,12 +67,21 @@ pub struct Epilogue<'a> {
     pub activation: Activation,
     /// Per-row slopes for [`Activation::PRelu`].
     pub slope: Option<&'a [f32]>,
+    /// `min(max(x, lo), hi)` after the activation (NaN passes through, as ONNX Max/Min).
+    pub clamp: Option<(f32, f32)>,
+}
+
+/// `min(max(x, lo), hi)` written with comparisons, so a NaN stays NaN (as ONNX Max and Min).
+#[inline(always)]
+pub fn clamp_nan_passing(x: f32, lo: f32, hi: f32) -> f32 {
+    let v = if x < lo { lo } else { x };
+    if v > hi { hi } else { v }
 }
 
 impl Epilogue<'_> {
     /// Whether applying it changes nothing.
     pub fn is_identity(&self) -> bool {
-        self.bias.is_none() && self.residual.is_none() && self.activation == Activation::None
+        self.bias.is_none() && self.residual.is_none() && self.activation == Activation::None && self.clamp.is_none()
     }
 
     /// Applies it to `c[r * ldc + j]` for rows `row0..row0 + rows`, columns `col0..col0 + cols`
@@ -90,43 +100,54 @@ impl Epilogue<'_> {
             });
             // The common chains in one pass over the row (bias, residual, Relu or nothing).
             let b = self.bias.map_or(0.0, |b| b[row]);
-            match (res, self.activation) {
+            let one_pass = match (res, self.activation) {
                 (None, Activation::None) => {
                     out.iter_mut().for_each(|o| *o += b);
-                    continue;
+                    true
                 }
                 (None, Activation::Relu) => {
                     out.iter_mut().for_each(|o| *o = (*o + b).max(0.0));
-                    continue;
+                    true
                 }
                 (Some(res), Activation::None) => {
                     out.iter_mut().zip(res).for_each(|(o, &x)| *o = *o + b + x);
-                    continue;
+                    true
                 }
                 (Some(res), Activation::Relu) => {
                     out.iter_mut().zip(res).for_each(|(o, &x)| *o = (*o + b + x).max(0.0));
-                    continue;
+                    true
                 }
-                _ => {}
+                _ => false,
+            };
+            if !one_pass {
+                self.apply_row_in_steps(out, res, row);
             }
-            // Other activations: plain loops, one concern each, so each one vectorizes.
-            if self.bias.is_some() {
-                out.iter_mut().for_each(|o| *o += b);
+            if let Some((lo, hi)) = self.clamp {
+                out.iter_mut().for_each(|o| *o = clamp_nan_passing(*o, lo, hi));
             }
-            if let Some(res) = res {
-                out.iter_mut().zip(res).for_each(|(o, &x)| *o += x);
-            }
-            match self.activation {
-                Activation::None => {}
-                Activation::Relu => out.iter_mut().for_each(|o| *o = o.max(0.0)),
-                Activation::LeakyRelu(a) => out.iter_mut().for_each(|o| *o = if *o < 0.0 { a * *o } else { *o }),
-                Activation::Clip(lo, hi) => out.iter_mut().for_each(|o| *o = o.max(lo).min(hi)),
-                Activation::HardSwish => out.iter_mut().for_each(|o| *o = *o * (*o + 3.0).clamp(0.0, 6.0) / 6.0),
-                Activation::Sigmoid => out.iter_mut().for_each(|o| *o = 1.0 / (1.0 + (-*o).exp())),
-                Activation::PRelu => {
-                    let s = self.slope.map_or(0.0, |s| s[row]);
-                    out.iter_mut().for_each(|o| *o = if *o < 0.0 { s * *o } else { *o })
-                }
+        }
+    }
+
+    /// Bias, residual and the activation as plain loops, one concern each, so each one
+    /// vectorizes.
+    #[inline(always)]
+    fn apply_row_in_steps(&self, out: &mut [f32], res: Option<&[f32]>, row: usize) {
+        if let Some(b) = self.bias.map(|b| b[row]) {
+            out.iter_mut().for_each(|o| *o += b);
+        }
+        if let Some(res) = res {
+            out.iter_mut().zip(res).for_each(|(o, &x)| *o += x);
+        }
+        match self.activation {
+            Activation::None => {}
+            Activation::Relu => out.iter_mut().for_each(|o| *o = o.max(0.0)),
+            Activation::LeakyRelu(a) => out.iter_mut().for_each(|o| *o = if *o < 0.0 { a * *o } else { *o }),
+            Activation::Clip(lo, hi) => out.iter_mut().for_each(|o| *o = o.max(lo).min(hi)),
+            Activation::HardSwish => out.iter_mut().for_each(|o| *o = *o * (*o + 3.0).clamp(0.0, 6.0) / 6.0),
+            Activation::Sigmoid => out.iter_mut().for_each(|o| *o = 1.0 / (1.0 + (-*o).exp())),
+            Activation::PRelu => {
+                let s = self.slope.map_or(0.0, |s| s[row]);
+                out.iter_mut().for_each(|o| *o = if *o < 0.0 { s * *o } else { *o })
             }
         }
     }

@@ -411,6 +411,7 @@ mod tests {
                         residual_rows: m,
                         activation: Activation::Relu,
                         slope: None,
+                        clamp: None,
                     };
                     let bm = if threaded { BMatrix::RowMajor { data: &b, ld: n } } else { BMatrix::Packed(&bp) };
                     gemm(isa, threaded.then_some(&pool), m, n, k, &a, k, bm, &mut c, n, &ep);

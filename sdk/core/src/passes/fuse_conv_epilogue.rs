@@ -1,5 +1,8 @@
-//! Epilogue fusion: `Conv [→ Add(residual)] [→ activation]` becomes one `edgert.FusedConv`
-//! node whose kernel applies bias, residual and activation as it stores each output tile.
+//! Epilogue fusion: `Conv [→ Add(residual)] [→ activation] [→ clamps]` becomes one
+//! `edgert.FusedConv` node whose kernel applies bias, residual, activation and clamp as it
+//! stores each output tile. A clamp is what follows the activation and bounds it: Max or Min
+//! with a scalar constant, Clip, Relu (e.g. `Max(LeakyRelu(x), -0.4)` in Google's speech
+//! embedding); several merge into one `min(max(x, lo), hi)` while that stays exact.
 //! Every f32 Conv with constant weights becomes a FusedConv (with an empty epilogue if
 //! nothing follows), since that is the op the fast CPU kernels implement. `EDGERT_FUSION=off`
 //! stops there (no Add or activation absorbed), to measure what the fusion gains.
@@ -15,7 +18,7 @@ use super::use_counts;
 use crate::cpu::Activation;
 use crate::error::Result;
 use crate::graph::{Dim, Graph, Node, ValueId};
-use crate::ops::fused::fused_conv::{OP_TYPE, activation_attrs};
+use crate::ops::fused::fused_conv::{OP_TYPE, activation_attrs, clamp_attrs};
 use crate::ops::{TypeShape, build_op};
 use crate::plan;
 use crate::tensor::{DType, Tensor};
@@ -89,9 +92,27 @@ pub fn fuse_conv_epilogue(graph: &mut Graph) -> Result<usize> {
             last = ai;
             chain.push(ai);
         }
+        // Clamps after the activation. `min(max(x, lo), hi)` then another bound merges
+        // exactly unless a lower bound would follow an upper one.
+        let mut clamp: Option<(f32, f32)> = None;
+        let out_rank = w.shape().len();
+        while let Some(ai) = sole_reader(out).filter(|_| fuse)
+            && let Some((l2, h2)) = as_clamp(graph, &graph.nodes[ai], out, out_rank)?
+            && let Some(Some(clamp_out)) = graph.nodes[ai].outputs.first().copied()
+        {
+            let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+            if hi < f32::INFINITY && l2 > f32::NEG_INFINITY {
+                break;
+            }
+            clamp = Some((lo.max(l2), hi.min(h2)));
+            out = clamp_out;
+            last = ai;
+            chain.push(ai);
+        }
         let conv = &graph.nodes[ci];
         let mut attrs = conv.attrs.clone();
         activation_attrs(activation, &mut attrs);
+        clamp_attrs(clamp, &mut attrs);
         let op = match build_op(OP_TYPE, &attrs, graph.opset) {
             Some(Ok(op)) => std::sync::Arc::from(op),
             _ => continue, // attributes the fused op rejects: leave the Conv as it is
@@ -193,6 +214,31 @@ fn as_activation(graph: &Graph, n: &Node, m: usize) -> Result<Option<(Activation
     })
 }
 
+/// The bounds `(lo, hi)` a node applies to the value `v` (rank `rank`), if it is a clamp the
+/// epilogue can take: Max or Min of `v` and a scalar f32 constant (which broadcasts without
+/// changing the shape), Clip with constant bounds, Relu.
+fn as_clamp(graph: &Graph, n: &Node, v: ValueId, rank: usize) -> Result<Option<(f32, f32)>> {
+    let scalar_other = || -> Result<Option<f32>> {
+        let ins: Vec<ValueId> = n.inputs.iter().flatten().copied().collect();
+        let [a, b] = ins[..] else { return Ok(None) };
+        let other = if a == v && b != v { b } else if b == v && a != v { a } else { return Ok(None) };
+        match graph.constants.get(&other) {
+            Some(t) if t.dtype() == DType::F32 && t.len() == 1 && t.shape().len() <= rank => Ok(Some(t.as_f32()?[0])),
+            _ => Ok(None),
+        }
+    };
+    Ok(match n.op_type.as_str() {
+        "Max" => scalar_other()?.filter(|c| !c.is_nan()).map(|c| (c, f32::INFINITY)),
+        "Min" => scalar_other()?.filter(|c| !c.is_nan()).map(|c| (f32::NEG_INFINITY, c)),
+        "Relu" | "Clip" => match as_activation(graph, n, 0)? {
+            Some((Activation::Relu, _)) => Some((0.0, f32::INFINITY)),
+            Some((Activation::Clip(lo, hi), _)) if !lo.is_nan() && !hi.is_nan() => Some((lo, hi)),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
 /// Types of every value, from planning the graph with symbolic dims set to 1; `None` when the
 /// graph can't be planned that way (undeclared input shapes, data-dependent shapes).
 fn known_types(graph: &Graph) -> Option<Vec<Option<TypeShape>>> {
@@ -253,6 +299,54 @@ mod tests {
             let inputs = [("x", rng.tensor(&[2, 3, 9, 7])), ("r", rng.tensor(&[2, 4, 9, 7]))];
             assert_same_outputs(&orig, &g, &inputs);
         }
+    }
+
+    /// Bounds after the activation merge into the clamp: `Min(Max(LeakyRelu(conv), -0.4),
+    /// 0.3)` (the speech embedding's pattern, plus a Min) is one node; a Max after a Min, and a
+    /// Max with a per-channel constant, are not absorbed.
+    #[test]
+    fn absorbs_scalar_bounds_after_the_activation() {
+        let mut rng = Rng::new(12);
+        let mut g = Graph { opset: 17, ..Graph::default() };
+        let x = input(&mut g, "x", &[1, 3, 6, 5]);
+        let w = g.add_constant("w", rng.tensor(&[4, 3, 3, 3]));
+        let lo = g.add_constant("lo", Tensor::from_f32(&[1, 1, 1, 1], vec![-0.4]).unwrap());
+        let hi = g.add_constant("hi", Tensor::scalar_f32(0.3));
+        let v: Vec<ValueId> = (0..4).map(|i| g.add_value(&format!("v{i}"), None, None)).collect();
+        g.add_node("conv", "Conv", Attrs::new(), vec![Some(x), Some(w)], vec![Some(v[0])]).unwrap();
+        let leaky = Attrs::new().with("alpha", Attr::Float(0.2));
+        g.add_node("act", "LeakyRelu", leaky, vec![Some(v[0])], vec![Some(v[1])]).unwrap();
+        g.add_node("max", "Max", Attrs::new(), vec![Some(lo), Some(v[1])], vec![Some(v[2])]).unwrap();
+        g.add_node("min", "Min", Attrs::new(), vec![Some(v[2]), Some(hi)], vec![Some(v[3])]).unwrap();
+        g.outputs.push(v[3]);
+        let orig = g.clone();
+        assert_eq!(fuse_conv_epilogue(&mut g).unwrap(), 1);
+        assert_eq!(g.nodes.len(), 1, "{:?}", g.op_counts());
+        assert_eq!(g.nodes[0].attrs.float("clamp_min").unwrap(), Some(-0.4));
+        assert_eq!(g.nodes[0].attrs.float("clamp_max").unwrap(), Some(0.3));
+        let big: Vec<f32> = (0..90).map(|_| rng.sym() * 3.0).collect();
+        let inputs = [("x", Tensor::from_f32(&[1, 3, 6, 5], big).unwrap())];
+        assert_same_outputs(&orig, &g, &inputs);
+
+        // Relu → Min(0.3) → Max(0.1): the Max stays; then a per-channel Max stays too.
+        let mut g = Graph { opset: 17, ..Graph::default() };
+        let x = input(&mut g, "x", &[1, 3, 6, 5]);
+        let w = g.add_constant("w", rng.tensor(&[4, 3, 3, 3]));
+        let hi = g.add_constant("hi", Tensor::scalar_f32(0.3));
+        let lo = g.add_constant("lo", Tensor::scalar_f32(0.1));
+        let per_channel = g.add_constant("pc", rng.tensor(&[4, 1, 1]));
+        let v: Vec<ValueId> = (0..5).map(|i| g.add_value(&format!("v{i}"), None, None)).collect();
+        g.add_node("conv", "Conv", Attrs::new(), vec![Some(x), Some(w)], vec![Some(v[0])]).unwrap();
+        g.add_node("relu", "Relu", Attrs::new(), vec![Some(v[0])], vec![Some(v[1])]).unwrap();
+        g.add_node("min", "Min", Attrs::new(), vec![Some(v[1]), Some(hi)], vec![Some(v[2])]).unwrap();
+        g.add_node("max", "Max", Attrs::new(), vec![Some(v[2]), Some(lo)], vec![Some(v[3])]).unwrap();
+        g.add_node("max2", "Max", Attrs::new(), vec![Some(v[3]), Some(per_channel)], vec![Some(v[4])]).unwrap();
+        g.outputs.push(v[4]);
+        let orig = g.clone();
+        fuse_conv_epilogue(&mut g).unwrap();
+        let types: Vec<&str> = g.nodes.iter().map(|n| n.op_type.as_str()).collect();
+        assert_eq!(types, [OP_TYPE, "Max", "Max"]);
+        assert_same_outputs(&orig, &g, &[("x", rng.tensor(&[1, 3, 6, 5]))]);
     }
 
     /// A Conv output read twice, a broadcasting Add, and a graph output in the middle stop

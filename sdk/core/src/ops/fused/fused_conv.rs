@@ -5,7 +5,8 @@
 //! fewer channels: the missing last channels count as zero, see `passes::fold_channel_pad`), optional
 //! PRelu slope `S` (one per output channel). Attributes: Conv's, plus `activation`
 //! (`Relu`, `LeakyRelu`, `Clip`, `HardSwish`, `Sigmoid`, `PRelu`; absent: none) with
-//! `alpha` (LeakyRelu) or `min`/`max` (Clip).
+//! `alpha` (LeakyRelu) or `min`/`max` (Clip), and an optional clamp after the activation,
+//! `clamp_min`/`clamp_max` (a Max/Min with a constant that followed it in the model).
 //!
 //! 1-D and 2-D f32 convolutions run on the CPU backend (`cpu::conv`, a 1-D one as height 1);
 //! any other rank or type runs the reference Conv, then the same epilogue.
@@ -26,8 +27,36 @@ pub const OP_TYPE: &str = "edgert.FusedConv";
 pub struct FusedConv {
     /// The convolution.
     pub conv: Conv,
-    /// The activation applied last.
+    /// The activation.
     pub activation: Activation,
+    /// `(lo, hi)` applied after the activation.
+    pub clamp: Option<(f32, f32)>,
+}
+
+/// Parses `clamp_min`/`clamp_max` (either may be absent: unbounded on that side).
+pub fn parse_clamp(attrs: &Attrs) -> Result<Option<(f32, f32)>> {
+    let (lo, hi) = (attrs.float("clamp_min")?, attrs.float("clamp_max")?);
+    if lo.is_none() && hi.is_none() {
+        return Ok(None);
+    }
+    let (lo, hi) = (lo.unwrap_or(f32::NEG_INFINITY), hi.unwrap_or(f32::INFINITY));
+    if lo.is_nan() || hi.is_nan() {
+        invalid!("clamp bounds must be numbers, got {lo} and {hi}");
+    }
+    Ok(Some((lo, hi)))
+}
+
+/// Writes a clamp into attributes (the inverse of [`parse_clamp`]).
+pub fn clamp_attrs(clamp: Option<(f32, f32)>, attrs: &mut Attrs) {
+    use crate::ops::Attr;
+    if let Some((lo, hi)) = clamp {
+        if lo > f32::NEG_INFINITY {
+            attrs.insert("clamp_min", Attr::Float(lo));
+        }
+        if hi < f32::INFINITY {
+            attrs.insert("clamp_max", Attr::Float(hi));
+        }
+    }
 }
 
 /// Parses the `activation` attribute family into an [`Activation`].
@@ -71,7 +100,7 @@ pub fn activation_attrs(act: Activation, attrs: &mut Attrs) {
 impl FusedConv {
     /// Parses the attributes.
     pub fn build(attrs: &Attrs, opset: i64) -> Result<FusedConv> {
-        Ok(FusedConv { conv: Conv::build(attrs, opset)?, activation: parse_activation(attrs)? })
+        Ok(FusedConv { conv: Conv::build(attrs, opset)?, activation: parse_activation(attrs)?, clamp: parse_clamp(attrs)? })
     }
 
     /// The 2-D geometry for the fast kernel, when it applies.
@@ -173,7 +202,7 @@ impl Op for FusedConv {
         let out = self.conv.infer(&inputs[..inputs.len().min(3)])?;
         let y = &out[0];
         check_epilogue_inputs(y, inputs.get(3).copied().flatten(), inputs.get(4).copied().flatten(), self.activation)?;
-        if y.dtype != DType::F32 && (inputs.len() > 3 || self.activation != Activation::None) {
+        if y.dtype != DType::F32 && (inputs.len() > 3 || self.activation != Activation::None || self.clamp.is_some()) {
             invalid!("a fused epilogue needs f32 tensors, got {}", y.dtype);
         }
         Ok(out)
@@ -224,6 +253,7 @@ impl Op for FusedConv {
                 residual_rows: residual_channels,
                 activation: self.activation,
                 slope: f32_data(s)?,
+                clamp: self.clamp,
             };
             let need = p.scratch_floats();
             if scratch.len() < need * 4 {
@@ -237,7 +267,7 @@ impl Op for FusedConv {
         }
         // Any other rank or type: the reference Conv, then the epilogue on the whole output.
         self.conv.run(&inputs[..inputs.len().min(3)], std::slice::from_mut(y), scratch)?;
-        if r.is_none() && self.activation == Activation::None {
+        if r.is_none() && self.activation == Activation::None && self.clamp.is_none() {
             return Ok(());
         }
         let (batch, m) = (y.shape[0], y.shape[1]);
@@ -249,6 +279,7 @@ impl Op for FusedConv {
             residual_rows: residual_channels,
             activation: self.activation,
             slope: f32_data(s)?,
+            clamp: self.clamp,
         };
         let ys = y.as_f32_mut()?;
         for ni in 0..batch {
@@ -270,6 +301,7 @@ mod tests {
     use crate::tensor::Tensor;
 
     /// Reference: the ONNX Conv op, then bias-free epilogue steps written out plainly.
+    #[allow(clippy::too_many_arguments)]
     fn reference(
         attrs: &Attrs,
         x: &Tensor,
@@ -278,6 +310,7 @@ mod tests {
         r: Option<&Tensor>,
         act: Activation,
         s: &[f32],
+        clamp: Option<(f32, f32)>,
     ) -> Vec<f32> {
         let conv = Conv::build(attrs, 17).unwrap();
         let y = eval(&conv, &[Some(x), Some(w), Some(b)]).unwrap().remove(0);
@@ -292,6 +325,9 @@ mod tests {
                 }
             }
             *e = act.apply(*e, s[(i / per) % m]);
+            if let Some((lo, hi)) = clamp {
+                *e = e.max(lo).min(hi);
+            }
         }
         v
     }
@@ -356,7 +392,7 @@ mod tests {
             // Every case must take the fast kernel, not the reference fallback.
             let conv = Conv::build(&attrs, 17).unwrap();
             assert!(conv2d_geometry(&conv, &x_shape, &w_shape, None).unwrap().is_some(), "case {ci}");
-            let plain = reference(&attrs, &x, &wt, &b, None, Activation::None, &slope);
+            let plain = reference(&attrs, &x, &wt, &b, None, Activation::None, &slope, None);
             let shape = {
                 let conv = Conv::build(&attrs, 17).unwrap();
                 eval(&conv, &[Some(&x), Some(&wt), Some(&b)]).unwrap().remove(0).shape().to_vec()
@@ -368,9 +404,12 @@ mod tests {
                 res_shape[1] = m - m / 3;
             }
             let res = rng.tensor(&res_shape);
-            let want = reference(&attrs, &x, &wt, &b, Some(&res), act, &slope);
+            // Every third case clamps after the activation.
+            let clamp = (ci % 3 == 0).then_some((-0.2 - 0.1 * ci as f32, 0.3 + 0.1 * ci as f32));
+            let want = reference(&attrs, &x, &wt, &b, Some(&res), act, &slope, clamp);
             let plain_op = FusedConv::build(&attrs, 17).unwrap();
             activation_attrs(act, &mut attrs);
+            clamp_attrs(clamp, &mut attrs);
             let op = FusedConv::build(&attrs, 17).unwrap();
             let s_t = Tensor::from_f32(&[m], slope.clone()).unwrap();
             let ins = [

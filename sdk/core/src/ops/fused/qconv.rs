@@ -15,7 +15,7 @@
 
 use std::sync::OnceLock;
 
-use super::fused_conv::{check_epilogue_inputs, conv2d_geometry, parse_activation};
+use super::fused_conv::{check_epilogue_inputs, conv2d_geometry, parse_activation, parse_clamp};
 use crate::cpu::conv::Conv2d;
 use crate::cpu::conv_i8::{PreparedWeights, QuantConv, conv2d_u8, scratch_bytes, scratch_parts};
 use crate::cpu::gemm_i8::{I8Kernel, I8Kind};
@@ -36,8 +36,10 @@ const KINDS: [I8Kind; 3] = [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Portable];
 pub struct QConv {
     /// The convolution.
     pub conv: Conv,
-    /// The activation applied last.
+    /// The activation.
     pub activation: Activation,
+    /// `(lo, hi)` applied after the activation.
+    pub clamp: Option<(f32, f32)>,
     /// X's quantization scale.
     pub x_scale: f32,
     /// X's uint8 zero point.
@@ -51,6 +53,7 @@ impl std::fmt::Debug for QConv {
         f.debug_struct("QConv")
             .field("conv", &self.conv)
             .field("activation", &self.activation)
+            .field("clamp", &self.clamp)
             .field("x_scale", &self.x_scale)
             .field("x_zero", &self.x_zero)
             .finish_non_exhaustive()
@@ -71,6 +74,7 @@ impl QConv {
         Ok(QConv {
             conv: Conv::build(attrs, opset)?,
             activation: parse_activation(attrs)?,
+            clamp: parse_clamp(attrs)?,
             x_scale,
             x_zero: x_zero as i32,
             prepared: Default::default(),
@@ -180,6 +184,7 @@ impl Op for QConv {
             residual_rows: residual_channels,
             activation: self.activation,
             slope: s.map(|s| s.as_f32()).transpose()?,
+            clamp: self.clamp,
         };
         let q = QuantConv {
             x_scale: self.x_scale,
