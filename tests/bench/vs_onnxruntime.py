@@ -37,6 +37,9 @@ CONFIGS = [
     ("silero_vad_16k_sequence", "models/silero_vad_16k_sequence.onnx", 1, 1),
     ("iris_landmark (untuned)", "models/untuned/iris_landmark.onnx", 1, 1),
     ("hand_landmark_lite (untuned)", "models/untuned/hand_landmark_lite.onnx", 1, 1),
+    # The keyword spotter's streaming halves (issue 6): one 80 ms step each.
+    ("kws frontend", "models/kws/speech_embedding_frontend.onnx", 1, 1),
+    ("kws embedding body", "models/kws/speech_embedding_body.onnx", 1, 1),
     ("resnet50", "models/generated/resnet50.onnx", 2, 1),
     ("resnet50", "models/generated/resnet50.onnx", 2, 8),
     # Not committed (licence), used when a user supplies them: see models/README.md.
