@@ -221,7 +221,13 @@ fn as_clamp(graph: &Graph, n: &Node, v: ValueId, rank: usize) -> Result<Option<(
     let scalar_other = || -> Result<Option<f32>> {
         let ins: Vec<ValueId> = n.inputs.iter().flatten().copied().collect();
         let [a, b] = ins[..] else { return Ok(None) };
-        let other = if a == v && b != v { b } else if b == v && a != v { a } else { return Ok(None) };
+        let other = if a == v && b != v {
+            b
+        } else if b == v && a != v {
+            a
+        } else {
+            return Ok(None);
+        };
         match graph.constants.get(&other) {
             Some(t) if t.dtype() == DType::F32 && t.len() == 1 && t.shape().len() <= rank => Ok(Some(t.as_f32()?[0])),
             _ => Ok(None),

@@ -100,7 +100,11 @@ pub fn activation_attrs(act: Activation, attrs: &mut Attrs) {
 impl FusedConv {
     /// Parses the attributes.
     pub fn build(attrs: &Attrs, opset: i64) -> Result<FusedConv> {
-        Ok(FusedConv { conv: Conv::build(attrs, opset)?, activation: parse_activation(attrs)?, clamp: parse_clamp(attrs)? })
+        Ok(FusedConv {
+            conv: Conv::build(attrs, opset)?,
+            activation: parse_activation(attrs)?,
+            clamp: parse_clamp(attrs)?,
+        })
     }
 
     /// The 2-D geometry for the fast kernel, when it applies.

@@ -559,7 +559,8 @@ impl Resize {
         let rows = resample::Axis { input: ih, count: self.axis_table(p, r - 2, ih, row_t), taps: row_t };
         let cols = resample::Axis { input: iw, count: self.axis_table(p, r - 1, iw, col_t), taps: col_t };
         // SAFETY: the rest of the AxisTaps storage, viewed as the f32 row buffer (same alignment).
-        let tmp = unsafe { std::slice::from_raw_parts_mut(rest.as_mut_ptr() as *mut f32, std::mem::size_of_val(rest) / 4) };
+        let tmp =
+            unsafe { std::slice::from_raw_parts_mut(rest.as_mut_ptr() as *mut f32, std::mem::size_of_val(rest) / 4) };
         let planes = x.shape[..r - 2].iter().product::<usize>();
         resample::resample_planes(planes, rows, cols, xs, ys, tmp);
         Ok(())
