@@ -1,5 +1,7 @@
 //! MaxPool: the maximum over each (dilated) window, with the optional Indices output.
 
+use crate::cpu::gemm::SyncPtr;
+use crate::cpu::{Exec, Isa};
 use crate::error::Result;
 use crate::ops::nn::common::{Geometry, MAX_SPATIAL, WindowAttrs, next_index, require_spatial_rank};
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
@@ -62,7 +64,17 @@ impl Op for MaxPool {
         1 // Indices only when the model reads it
     }
 
-    fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
+    fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], scratch: &mut [u8]) -> Result<()> {
+        self.run_exec(inputs, outputs, scratch, &Exec::single())
+    }
+
+    fn run_exec(
+        &self,
+        inputs: &[Option<TensorRef>],
+        outputs: &mut [TensorMut],
+        _scratch: &mut [u8],
+        exec: &Exec,
+    ) -> Result<()> {
         let x = required(inputs, 0, "X")?;
         let geo = self.geometry(x.shape)?;
         let (y, rest) = outputs.split_first_mut().ok_or_else(|| invalid_err!("MaxPool needs an output"))?;
@@ -71,7 +83,7 @@ impl Op for MaxPool {
             None => None,
         };
         match x.dtype() {
-            DType::F32 if geo.nsp == 2 && indices.is_none() => max_pool_2d_f32_values(&geo, x, y),
+            DType::F32 if geo.nsp == 2 && indices.is_none() => max_pool_2d_f32_values(exec, &geo, x, y),
             DType::F32 if geo.nsp == 2 && !self.column_major => max_pool_2d_f32(&geo, x, y, &mut indices),
             DType::F32 => max_pool::<f32>(self, &geo, x, y, &mut indices),
             DType::F16 => max_pool::<half::f16>(self, &geo, x, y, &mut indices),
@@ -144,7 +156,7 @@ fn window_taps(start: isize, n: usize, k: usize, d: usize) -> (usize, usize) {
 /// same maxima as [`max_pool_2d_f32`] (the first tap, then strictly greater ones), but the
 /// columns whose window lies inside the row take a loop with no clipping and no index
 /// bookkeeping, specialised for the common 2-wide and 3-wide windows.
-fn max_pool_2d_f32_values(geo: &Geometry, x: TensorRef, y: &mut TensorMut) -> Result<()> {
+fn max_pool_2d_f32_values(exec: &Exec, geo: &Geometry, x: TensorRef, y: &mut TensorMut) -> Result<()> {
     let xs = x.typed::<f32>()?;
     let ys = y.typed_mut::<f32>()?;
     let planes = x.shape[0] * x.shape[1];
@@ -152,6 +164,30 @@ fn max_pool_2d_f32_values(geo: &Geometry, x: TensorRef, y: &mut TensorMut) -> Re
     if xs.len() != planes * h * w || ys.len() != planes * oh * ow {
         invalid!("MaxPool: tensor sizes do not match the inferred shapes");
     }
+    // Planes split evenly over the pool's threads.
+    let tasks = exec.threads().min(planes).max(1);
+    let per = planes.div_ceil(tasks);
+    let (y_ptr, y_len) = (SyncPtr(ys.as_mut_ptr()), ys.len());
+    let task = |t: usize| {
+        let (p0, p1) = (t * per, ((t + 1) * per).min(planes));
+        if p0 >= p1 {
+            return;
+        }
+        // SAFETY: task t alone writes planes p0..p1 of Y (disjoint ranges).
+        let ys = unsafe { std::slice::from_raw_parts_mut(y_ptr.get(), y_len) };
+        max_pool_planes(exec.isa, geo, &xs[p0 * h * w..p1 * h * w], &mut ys[p0 * oh * ow..p1 * oh * ow]);
+    };
+    match exec.pool {
+        Some(pool) if tasks > 1 => pool.run(tasks, &task),
+        _ => (0..tasks).for_each(task),
+    }
+    Ok(())
+}
+
+/// [`max_pool_2d_f32_values`] over whole planes: `xs` and `ys` hold the same number of them.
+fn max_pool_planes(isa: Isa, geo: &Geometry, xs: &[f32], ys: &mut [f32]) {
+    let (h, w, oh, ow) = (geo.input[0], geo.input[1], geo.output[0], geo.output[1]);
+    let planes = xs.len() / (h * w);
     let (kh, kw) = (geo.kernel[0], geo.kernel[1]);
     let (sy, sx, dy, dx) = (geo.stride[0], geo.stride[1], geo.dilation[0], geo.dilation[1]);
     let pad_x = geo.pad_begin[1];
@@ -198,8 +234,13 @@ fn max_pool_2d_f32_values(geo: &Geometry, x: TensorRef, y: &mut TensorMut) -> Re
             let at = |ox: usize| (ox_lo + ox) * sx - pad_x;
             if (kh, kw, sy, sx, dy, dx) == (2, 2, 2, 2, 1, 1) && ky1 - ky0 == 2 {
                 let b = at(0);
-                let isa = crate::cpu::isa::active();
                 crate::cpu::max_pool::max_2x2_row(isa, &row(ky0)[b..], &row(ky0 + 1)[b..], interior);
+                continue;
+            }
+            if (kh, kw, sy, sx, dy, dx) == (3, 3, 2, 2, 1, 1) && ky1 - ky0 == 3 {
+                let b = at(0);
+                let (r0, r1, r2) = (&row(ky0)[b..], &row(ky0 + 1)[b..], &row(ky0 + 2)[b..]);
+                crate::cpu::max_pool::max_3x3_s2_row(isa, r0, r1, r2, interior);
                 continue;
             }
             let r = row(ky0);
@@ -226,7 +267,6 @@ fn max_pool_2d_f32_values(geo: &Geometry, x: TensorRef, y: &mut TensorMut) -> Re
             }
         }
     }
-    Ok(())
 }
 
 fn max_pool<T: Element>(
@@ -399,12 +439,27 @@ mod tests {
     }
 
     /// Runs the op with only the Y output (as inference graphs do), which takes the
-    /// values-only path.
+    /// values-only path: on every ISA, on one thread and on a pool of 3, which must agree
+    /// bit for bit.
     fn values_only(op: &MaxPool, x: &Tensor) -> Tensor {
         let ts = op.infer(&[Some(InferInput { dtype: x.dtype(), shape: x.shape(), value: None })]).unwrap();
-        let mut y = Tensor::zeros(DType::F32, &ts[0].shape);
-        op.run(&[Some(x.view())], &mut [y.view_mut()], &mut []).unwrap();
-        y
+        let pool = crate::cpu::ThreadPool::new(3).unwrap();
+        let mut first: Option<Tensor> = None;
+        for isa in Isa::all_supported() {
+            for threaded in [false, true] {
+                let mut y = Tensor::zeros(DType::F32, &ts[0].shape);
+                let exec = Exec { isa, pool: threaded.then_some(&pool) };
+                op.run_exec(&[Some(x.view())], &mut [y.view_mut()], &mut [], &exec).unwrap();
+                match &first {
+                    None => first = Some(y),
+                    Some(f) => {
+                        let bits = |t: &Tensor| t.as_f32().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&y), bits(f), "{isa} threaded {threaded}");
+                    }
+                }
+            }
+        }
+        first.unwrap()
     }
 
     #[test]
@@ -417,6 +472,8 @@ mod tests {
             ([1, 28, 64, 64], [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], "SAME_UPPER", 0),
             ([2, 3, 13, 7], [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], "SAME_UPPER", 0),
             ([1, 4, 17, 17], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], "NOTSET", 0),
+            ([2, 5, 30, 56], [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], "NOTSET", 0),
+            ([1, 3, 21, 45], [3, 3], [2, 2], [1, 1], [0, 0, 0, 0], "NOTSET", 1),
             ([1, 2, 9, 11], [3, 2], [1, 3], [2, 1], [2, 0, 1, 2], "NOTSET", 1),
             ([1, 1, 5, 6], [4, 5], [2, 2], [1, 1], [3, 4, 3, 4], "NOTSET", 0),
             ([1, 2, 8, 8], [1, 1], [3, 3], [1, 1], [0, 0, 0, 0], "NOTSET", 1),
