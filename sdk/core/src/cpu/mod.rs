@@ -17,6 +17,7 @@ mod gemm_neon;
 #[cfg(target_arch = "x86_64")]
 mod gemm_x86;
 pub mod isa;
+pub mod matmul;
 pub mod max_pool;
 pub mod pool;
 pub mod resample;

@@ -3,9 +3,13 @@
 //!
 //! From opset 11 `C` is optional (opset 13 only adds bfloat16); the attributes and their
 //! defaults (`alpha = beta = 1`, no transposes) are the same in opsets 11 to 21.
+//!
+//! f32 without `transA` runs on the CPU kernels (`cpu::matmul`: sums in f32), then applies
+//! alpha, beta and C in one pass; other cases run the reference loop (sums in f64).
 
 use half::f16;
 
+use crate::cpu::{self, Exec};
 use crate::error::Result;
 use crate::ops::{Attrs, InferInput, Op, TypeShape, optional, required};
 use crate::tensor::{DataMut, DataRef, TensorMut, TensorRef};
@@ -110,6 +114,26 @@ impl Gemm {
     }
 }
 
+impl Gemm {
+    /// `y = alpha · y + beta · C` (C broadcast), skipped where it changes nothing.
+    fn scale_and_add_c(&self, d: Dims, c: Option<&[f32]>, y: &mut [f32]) {
+        let (alpha, beta) = (self.alpha, self.beta);
+        match (c, d.c) {
+            (Some(c), Some((cr, cc))) => {
+                for (i, row) in y.chunks_exact_mut(d.n).enumerate() {
+                    let c_row = &c[if cr == 1 { 0 } else { i * cc }..];
+                    for (j, v) in row.iter_mut().enumerate() {
+                        let cv = c_row[if cc == 1 { 0 } else { j }];
+                        *v = alpha * *v + beta * cv;
+                    }
+                }
+            }
+            _ if alpha != 1.0 => y.iter_mut().for_each(|v| *v *= alpha),
+            _ => {}
+        }
+    }
+}
+
 impl Op for Gemm {
     fn op_type(&self) -> &'static str {
         "Gemm"
@@ -134,7 +158,17 @@ impl Op for Gemm {
         Ok(vec![TypeShape::new(a.dtype, vec![d.m, d.n])])
     }
 
-    fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
+    fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], scratch: &mut [u8]) -> Result<()> {
+        self.run_exec(inputs, outputs, scratch, &Exec::single())
+    }
+
+    fn run_exec(
+        &self,
+        inputs: &[Option<TensorRef>],
+        outputs: &mut [TensorMut],
+        _scratch: &mut [u8],
+        exec: &Exec,
+    ) -> Result<()> {
         let a = required(inputs, 0, "A")?;
         let b = required(inputs, 1, "B")?;
         let c = optional(inputs, 2);
@@ -147,6 +181,21 @@ impl Op for Gemm {
         }
         if y.data.len() != d.m * d.n {
             invalid!("output has {} elements, Gemm needs {}", y.data.len(), d.m * d.n);
+        }
+        if let (DataRef::F32(av), DataRef::F32(bv), DataMut::F32(ys), false) = (a.data, b.data, &mut y.data, self.trans_a)
+        {
+            let cs = match c.map(|c| c.data) {
+                None => None,
+                Some(DataRef::F32(c)) => Some(c),
+                Some(other) => invalid!("Gemm's C is {}, expected float32", other.dtype()),
+            };
+            if self.trans_b {
+                cpu::matmul::a_times_bt(exec, d.m, d.n, d.k, av, bv, ys);
+            } else {
+                cpu::matmul::a_times_b(exec, d.m, d.n, d.k, av, bv, ys);
+            }
+            self.scale_and_add_c(d, cs, ys);
+            return Ok(());
         }
         macro_rules! go {
             ($t:ty, $v:ident) => {{

@@ -1,9 +1,13 @@
 //! MatMul: the numpy `matmul` product. A 1-D first operand is a row vector `[1, K]` and a
 //! 1-D second operand a column vector `[K, 1]`, the added dim being dropped from the result;
 //! the dims before the last two are batch dims and broadcast numpy-style.
+//!
+//! f32 products run on the CPU GEMM (`cpu::matmul`, sums in f32; an unbatched B makes the
+//! whole batch one product); other types run the reference loop (sums in f64).
 
 use half::f16;
 
+use crate::cpu::{self, Exec};
 use crate::error::Result;
 use crate::ops::{Attrs, InferInput, Op, TypeShape, required};
 use crate::tensor::{DataMut, DataRef, MAX_RANK, TensorMut, TensorRef};
@@ -142,6 +146,38 @@ fn matmul_typed<T: MatElem>(g: &Geometry, a: &[T], b: &[T], y: &mut [T]) {
     }
 }
 
+/// The f32 product of every broadcast batch on the CPU GEMM.
+fn matmul_f32(exec: &Exec, g: &Geometry, a: &[f32], b: &[f32], y: &mut [f32]) {
+    let (m, k, n) = (g.m, g.k, g.n);
+    if g.sb[..g.batch_rank].iter().all(|&s| s == 0) {
+        // B is shared by every batch, and A's batches are contiguous: one tall product.
+        let rows = g.batches() * m;
+        cpu::matmul::a_times_b(exec, rows, n, k, &a[..rows * k], &b[..k * n], &mut y[..rows * n]);
+        return;
+    }
+    let mut idx = [0usize; MAX_RANK];
+    let (mut oa, mut ob) = (0usize, 0usize);
+    for batch in 0..g.batches() {
+        let (am, bm, ym) = (oa * m * k, ob * k * n, batch * m * n);
+        let (ab, bb, yb) = (&a[am..am + m * k], &b[bm..bm + k * n], &mut y[ym..ym + m * n]);
+        cpu::matmul::a_times_b(exec, m, n, k, ab, bb, yb);
+        // The same batch odometer as `matmul_typed`.
+        let mut d = g.batch_rank;
+        while d > 0 {
+            d -= 1;
+            idx[d] += 1;
+            oa += g.sa[d];
+            ob += g.sb[d];
+            if idx[d] < g.batch[d] {
+                break;
+            }
+            oa -= g.sa[d] * g.batch[d];
+            ob -= g.sb[d] * g.batch[d];
+            idx[d] = 0;
+        }
+    }
+}
+
 impl Op for MatMul {
     fn op_type(&self) -> &'static str {
         "MatMul"
@@ -161,7 +197,17 @@ impl Op for MatMul {
         Ok(vec![TypeShape::new(a.dtype, g.out_shape())])
     }
 
-    fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], _scratch: &mut [u8]) -> Result<()> {
+    fn run(&self, inputs: &[Option<TensorRef>], outputs: &mut [TensorMut], scratch: &mut [u8]) -> Result<()> {
+        self.run_exec(inputs, outputs, scratch, &Exec::single())
+    }
+
+    fn run_exec(
+        &self,
+        inputs: &[Option<TensorRef>],
+        outputs: &mut [TensorMut],
+        _scratch: &mut [u8],
+        exec: &Exec,
+    ) -> Result<()> {
         let a = required(inputs, 0, "A")?;
         let b = required(inputs, 1, "B")?;
         let y = outputs.first_mut().ok_or_else(|| invalid_err!("missing output"))?;
@@ -172,7 +218,7 @@ impl Op for MatMul {
             invalid!("output has {} elements, the product needs {}", y.data.len(), g.batches() * g.m * g.n);
         }
         match (a.data, b.data, &mut y.data) {
-            (DataRef::F32(a), DataRef::F32(b), DataMut::F32(y)) => matmul_typed::<f32>(&g, a, b, y),
+            (DataRef::F32(a), DataRef::F32(b), DataMut::F32(y)) => matmul_f32(exec, &g, a, b, y),
             (DataRef::F16(a), DataRef::F16(b), DataMut::F16(y)) => matmul_typed::<f16>(&g, a, b, y),
             (DataRef::I32(a), DataRef::I32(b), DataMut::I32(y)) => matmul_typed::<i32>(&g, a, b, y),
             (DataRef::I64(a), DataRef::I64(b), DataMut::I64(y)) => matmul_typed::<i64>(&g, a, b, y),
