@@ -333,7 +333,7 @@ fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &m
         let scratch = unsafe { std::slice::from_raw_parts_mut(s_ptr.get(), s_len) };
         let ch = pl % p.c;
         let padded = &mut scratch[pl * lay.plane()..(pl + 1) * lay.plane()];
-        fill_padded_plane(p, &lay, &x[pl * in_sz..(pl + 1) * in_sz], padded);
+        fill_padded_plane(isa, p, &lay, &x[pl * in_sz..(pl + 1) * in_sz], padded);
         let out = &mut y[pl * out_sz..(pl + 1) * out_sz];
         let wk = &w[ch * k_sz..(ch + 1) * k_sz];
         let bias = ep.bias.map_or(0.0, |b| b[ch]);
@@ -351,7 +351,7 @@ fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &m
 }
 
 /// Writes `x` (one `h x w` plane) into `dst` laid out as `lay` says, zeros around it.
-fn fill_padded_plane(p: &Conv2d, lay: &DwLayout, x: &[f32], dst: &mut [f32]) {
+fn fill_padded_plane(isa: Isa, p: &Conv2d, lay: &DwLayout, x: &[f32], dst: &mut [f32]) {
     let (sx, pad_l) = (lay.phases, p.pad[1]);
     for (py, row) in dst.chunks_exact_mut(lay.row_stride()).enumerate() {
         let iy = py.wrapping_sub(p.pad[0]);
@@ -378,8 +378,12 @@ fn fill_padded_plane(p: &Conv2d, lay: &DwLayout, x: &[f32], dst: &mut [f32]) {
             sub[hi..].fill(0.0);
             if hi > lo {
                 let first = lo * sx + phase - pad_l;
-                let run = src[first..].iter().step_by(sx);
-                sub[lo..hi].iter_mut().zip(run).for_each(|(d, s)| *d = *s);
+                if sx == 2 {
+                    copy_even(isa, &src[first..], &mut sub[lo..hi]);
+                } else {
+                    let run = src[first..].iter().step_by(sx);
+                    sub[lo..hi].iter_mut().zip(run).for_each(|(d, s)| *d = *s);
+                }
             }
         }
     }
