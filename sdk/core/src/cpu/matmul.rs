@@ -68,9 +68,8 @@ mod tests {
             let a: Vec<f32> = (0..m * k).map(|_| rng.sym()).collect();
             let b: Vec<f32> = (0..k * n).map(|_| rng.sym()).collect();
             let bt: Vec<f32> = (0..n * k).map(|i| b[(i % k) * n + i / k]).collect();
-            let want: Vec<f64> = (0..m * n)
-                .map(|o| (0..k).map(|p| a[(o / n) * k + p] as f64 * b[p * n + o % n] as f64).sum())
-                .collect();
+            let want: Vec<f64> =
+                (0..m * n).map(|o| (0..k).map(|p| a[(o / n) * k + p] as f64 * b[p * n + o % n] as f64).sum()).collect();
             for isa in Isa::all_supported() {
                 for threaded in [false, true] {
                     let exec = Exec { isa, pool: threaded.then_some(&pool) };

@@ -7,11 +7,10 @@
 //! Runs after `fuse_conv_epilogue` (which put the Pad's output in the FusedConv's residual
 //! slot); only zero constant padding on axis 1's end with every other pad zero is folded.
 
-use super::producers;
+use super::{producers, zero_constant_pad};
 use crate::error::Result;
 use crate::graph::{Graph, Node, ValueId};
 use crate::ops::fused::fused_conv::OP_TYPE;
-use crate::tensor::Tensor;
 
 /// The residual slot of a FusedConv.
 const RESIDUAL: usize = 3;
@@ -37,37 +36,11 @@ pub fn fold_channel_pad(graph: &mut Graph) -> Result<usize> {
 
 /// The padded tensor, if `pad` pads only the end of axis 1 with zeros.
 fn channel_pad_source(graph: &Graph, pad: &Node) -> Option<ValueId> {
-    if pad.op_type != "Pad" {
-        return None;
-    }
-    let mode = pad.attrs.string("mode").ok().flatten();
-    if !matches!(mode.as_deref(), None | Some("constant")) {
-        return None;
-    }
-    let konst = |i: usize| -> Option<Option<&Tensor>> {
-        match pad.inputs.get(i).copied().flatten() {
-            None => Some(None),
-            Some(v) => graph.constants.get(&v).map(|t| Some(&**t)), // present, not constant: None
-        }
-    };
-    let (pads, value): (Vec<i64>, f32) = if graph.opset < 11 {
-        (pad.attrs.ints("pads").ok().flatten()?, pad.attrs.float_or("value", 0.0).ok()?)
-    } else {
-        let pads = konst(1)??.to_i64_vec().ok()?;
-        let value = match konst(2)? {
-            None => 0.0,
-            Some(t) => *t.to_f32_vec().ok()?.first()?,
-        };
-        if konst(3)?.is_some() {
-            return None; // an `axes` input (opset 18): keep it simple, leave it
-        }
-        (pads, value)
-    };
+    let (src, pads) = zero_constant_pad(graph, pad)?;
     let rank = pads.len() / 2;
-    let only_channel_end = rank >= 2
-        && pads.len() == 2 * rank
-        && pads.iter().enumerate().all(|(i, &p)| if i == rank + 1 { p >= 0 } else { p == 0 });
-    (only_channel_end && value == 0.0).then_some(pad.inputs.first().copied().flatten()?)
+    let only_channel_end =
+        rank >= 2 && pads.iter().enumerate().all(|(i, &p)| if i == rank + 1 { p >= 0 } else { p == 0 });
+    only_channel_end.then_some(src)
 }
 
 #[cfg(test)]
@@ -79,6 +52,7 @@ mod tests {
     use crate::passes::test_util::assert_same_outputs;
     use crate::passes::{fuse_conv_epilogue, remove_dead_nodes};
     use crate::tensor::DType;
+    use crate::tensor::Tensor;
 
     /// A BlazeFace block: `x` (c channels) → depthwise → 1x1 conv to m channels, plus
     /// `Pad(x)` to m channels, then Relu. Returns the graph and the input's shape.

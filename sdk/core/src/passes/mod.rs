@@ -4,6 +4,7 @@ mod fold_batchnorm;
 mod fold_channel_pad;
 mod fold_constants;
 mod fold_qdq_conv;
+mod fold_spatial_pad;
 mod fuse_conv_epilogue;
 pub mod quantize_int8;
 mod remove_dead_nodes;
@@ -13,6 +14,7 @@ pub use fold_batchnorm::fold_batchnorm;
 pub use fold_channel_pad::fold_channel_pad;
 pub use fold_constants::fold_constants;
 pub use fold_qdq_conv::fold_qdq_conv;
+pub use fold_spatial_pad::fold_spatial_pad;
 pub use fuse_conv_epilogue::fuse_conv_epilogue;
 pub use quantize_int8::{LayerPrecision, quantize_int8};
 pub use remove_dead_nodes::remove_dead_nodes;
@@ -33,6 +35,7 @@ pub fn default_passes() -> Vec<(&'static str, Pass)> {
         ("fold_qdq_conv", fold_qdq_conv),
         ("fold_constants", fold_constants),
         ("remove_identity", remove_identity),
+        ("fold_spatial_pad", fold_spatial_pad),
         ("fold_batchnorm", fold_batchnorm),
         ("fuse_conv_epilogue", fuse_conv_epilogue),
         ("fold_channel_pad", fold_channel_pad),
@@ -51,6 +54,41 @@ pub(crate) fn use_counts(graph: &Graph) -> Vec<usize> {
         }
     }
     uses
+}
+
+/// The input and the pads (`[begin of every axis, end of every axis]`) of a `Pad` node that
+/// pads with zeros in constant mode, with constant pads and no `axes` input; `None` for
+/// anything else (reflect/edge modes, a non-zero value, pads computed at run time).
+pub(crate) fn zero_constant_pad(graph: &Graph, pad: &crate::graph::Node) -> Option<(ValueId, Vec<i64>)> {
+    if pad.op_type != "Pad" {
+        return None;
+    }
+    let mode = pad.attrs.string("mode").ok().flatten();
+    if !matches!(mode.as_deref(), None | Some("constant")) {
+        return None;
+    }
+    // Some(None): the input is absent; None: present but not a constant.
+    let konst = |i: usize| -> Option<Option<&crate::tensor::Tensor>> {
+        match pad.inputs.get(i).copied().flatten() {
+            None => Some(None),
+            Some(v) => graph.constants.get(&v).map(|t| Some(&**t)),
+        }
+    };
+    let (pads, value): (Vec<i64>, f32) = if graph.opset < 11 {
+        (pad.attrs.ints("pads").ok().flatten()?, pad.attrs.float_or("value", 0.0).ok()?)
+    } else {
+        let pads = konst(1)??.to_i64_vec().ok()?;
+        let value = match konst(2)? {
+            None => 0.0,
+            Some(t) => *t.to_f32_vec().ok()?.first()?,
+        };
+        if konst(3)?.is_some() {
+            return None; // an `axes` input (opset 18): keep it simple, leave it
+        }
+        (pads, value)
+    };
+    let src = pad.inputs.first().copied().flatten()?;
+    (value == 0.0 && !pads.is_empty() && pads.len() % 2 == 0).then_some((src, pads))
 }
 
 /// The index of the node that produces each value.

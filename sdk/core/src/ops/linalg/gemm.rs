@@ -182,7 +182,8 @@ impl Op for Gemm {
         if y.data.len() != d.m * d.n {
             invalid!("output has {} elements, Gemm needs {}", y.data.len(), d.m * d.n);
         }
-        if let (DataRef::F32(av), DataRef::F32(bv), DataMut::F32(ys), false) = (a.data, b.data, &mut y.data, self.trans_a)
+        if let (DataRef::F32(av), DataRef::F32(bv), DataMut::F32(ys), false) =
+            (a.data, b.data, &mut y.data, self.trans_a)
         {
             let cs = match c.map(|c| c.data) {
                 None => None,
