@@ -151,8 +151,30 @@ fn im2col_packed(exec: &Exec, p: &Conv2d, x: &[f32], nr: usize, dst: &mut [f32])
     }
 }
 
-/// Writes B panel `pi` of the im2col matrix (`k * nr` floats) into `out`.
+/// Writes B panel `pi` of the im2col matrix (`k * nr` floats) into `out`. On AVX2 CPUs the
+/// loops are compiled for AVX2, with the stride-2 copy inlined.
 fn im2col_panel(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, pi: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(isa, Isa::Avx2 | Isa::Avx512) {
+        // SAFETY: the ISA was checked as supported when it was chosen; every AVX-512 CPU
+        // also has AVX2.
+        return unsafe { im2col_panel_avx2(isa, p, x, nr, pi, out) };
+    }
+    im2col_panel_plain(isa, p, x, nr, pi, out)
+}
+
+/// [`im2col_panel`] compiled with AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn im2col_panel_avx2(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, pi: usize, out: &mut [f32]) {
+    im2col_panel_plain(isa, p, x, nr, pi, out)
+}
+
+#[inline(always)]
+fn im2col_panel_plain(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, pi: usize, out: &mut [f32]) {
     let (np, k) = (p.positions(), p.k());
     debug_assert_eq!(out.len(), k * nr);
     // Top-left input position of each column's window (may be negative: padding), and
@@ -211,6 +233,7 @@ fn im2col_panel(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, pi: usize, out: &mut
 /// first column starts at input `(by, bx)` (may be negative: padding), the others follow
 /// `stride[1]` apart. Writes `k` rows of `nr` floats, zeros past `valid`.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn im2col_one_row(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, valid: usize, by: isize, bx: isize, out: &mut [f32]) {
     let (h, w, sx) = (p.h as isize, p.w as isize, p.stride[1] as isize);
     let mut row = 0;
@@ -233,7 +256,11 @@ fn im2col_one_row(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, valid: usize, by: 
                 o[hi..].fill(0.0);
                 if hi > lo {
                     let start = (iy * w + x0 + lo as isize * sx) as usize;
-                    let src = &plane[start..start + (hi - lo - 1) * sx as usize + 1];
+                    // Stride 2: one float more where the plane has it, so copy_even reads
+                    // its last block of 16 whole instead of finishing it in scalar code.
+                    let extra = usize::from(sx == 2);
+                    let end = (start + (hi - lo - 1) * sx as usize + 1 + extra).min(plane.len());
+                    let src = &plane[start..end];
                     let dst = &mut o[lo..hi];
                     match sx {
                         1 => dst.copy_from_slice(src),
@@ -247,6 +274,7 @@ fn im2col_one_row(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, valid: usize, by: 
 }
 
 /// `dst[j] = src[2 * j]` (a stride-2 tap row): AVX2 deinterleaves eight at a time.
+#[inline(always)]
 fn copy_even(isa: Isa, src: &[f32], dst: &mut [f32]) {
     debug_assert!(dst.is_empty() || src.len() >= 2 * dst.len() - 1);
     #[cfg(target_arch = "x86_64")]
@@ -261,6 +289,7 @@ fn copy_even(isa: Isa, src: &[f32], dst: &mut [f32]) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
+#[inline]
 unsafe fn copy_even_avx2(src: &[f32], dst: &mut [f32]) {
     use std::arch::x86_64::*;
     let mut j = 0;
