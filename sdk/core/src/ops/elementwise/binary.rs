@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::invalid;
-use crate::ops::broadcast::for_each2;
+use crate::ops::broadcast::for_each_run2;
 use crate::ops::elementwise::common::{broadcast_out, check_arity, check_broadcasts, check_dtype, check_same_dtype};
 use crate::ops::{InferInput, TypeShape, required};
 use crate::tensor::{DType, Element, TensorMut, TensorRef};
@@ -43,6 +43,22 @@ pub fn zip<A: Element, B: Element, O: Element>(
     let ys = y.typed_mut::<O>()?;
     check_broadcasts(shape, ys.len(), a.shape, av.len())?;
     check_broadcasts(shape, ys.len(), b.shape, bv.len())?;
-    for_each2(shape, a.shape, b.shape, |o, i, j| ys[o] = f(av[i], bv[j]));
+    // A run at a time, with a loop per step pattern so the common ones (equal shapes, one
+    // side broadcast along the run) are plain slice loops the compiler vectorizes.
+    for_each_run2(shape, a.shape, b.shape, |o, i, sa, j, sb, len| {
+        let out = &mut ys[o..o + len];
+        match (sa, sb) {
+            (1, 1) => out.iter_mut().zip(&av[i..i + len]).zip(&bv[j..j + len]).for_each(|((y, &x), &z)| *y = f(x, z)),
+            (1, 0) => {
+                let z = bv[j];
+                out.iter_mut().zip(&av[i..i + len]).for_each(|(y, &x)| *y = f(x, z))
+            }
+            (0, 1) => {
+                let x = av[i];
+                out.iter_mut().zip(&bv[j..j + len]).for_each(|(y, &z)| *y = f(x, z))
+            }
+            _ => out.iter_mut().for_each(|y| *y = f(av[i], bv[j])),
+        }
+    });
     Ok(())
 }

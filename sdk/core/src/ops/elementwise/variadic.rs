@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::invalid;
-use crate::ops::broadcast::for_each2;
+use crate::ops::broadcast::for_each_run2;
 use crate::ops::elementwise::common::{broadcast_out, check_broadcasts, check_dtype, check_same_dtype};
 use crate::ops::{InferInput, TypeShape};
 use crate::tensor::{DType, Element, MAX_RANK, TensorRef};
@@ -36,11 +36,19 @@ pub fn fold<T: Element, A: Copy>(
         let Some(x) = x else { invalid!("input #{k} is missing") };
         let xs = x.typed::<T>()?;
         check_broadcasts(shape, acc.len(), x.shape, xs.len())?;
-        if k == 0 {
-            for_each2(shape, shape, x.shape, |o, _, i| acc[o] = load(xs[i]));
-        } else {
-            for_each2(shape, shape, x.shape, |o, _, i| acc[o] = f(acc[o], load(xs[i])));
-        }
+        // A run at a time: slice loops for a contiguous or a broadcast input.
+        for_each_run2(shape, shape, x.shape, |o, _, _, i, si, len| {
+            let out = &mut acc[o..o + len];
+            match (k, si) {
+                (0, 1) => out.iter_mut().zip(&xs[i..i + len]).for_each(|(a, &v)| *a = load(v)),
+                (0, _) => out.fill(load(xs[i])),
+                (_, 1) => out.iter_mut().zip(&xs[i..i + len]).for_each(|(a, &v)| *a = f(*a, load(v))),
+                _ => {
+                    let v = load(xs[i]);
+                    out.iter_mut().for_each(|a| *a = f(*a, v))
+                }
+            }
+        });
     }
     Ok(())
 }
