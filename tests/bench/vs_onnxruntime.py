@@ -171,7 +171,12 @@ def main():
             "Ratio below 1 means edgert is faster. Machines are noisy: compare ratios, rerun before concluding.",
             "",
         ]
-        (ROOT / "tests/bench/RESULTS.md").write_text("\n".join(head + table) + "\n")
+        # Keep the sections after this one (other benchmarks' results, written by hand).
+        path = ROOT / "tests/bench/RESULTS.md"
+        old = path.read_text() if path.exists() else ""
+        later = old.find("\n# ", 1)
+        tail = "\n" + old[later + 1:] if later >= 0 else ""
+        path.write_text("\n".join(head + table) + "\n" + tail)
         print("wrote tests/bench/RESULTS.md")
 
 
