@@ -100,18 +100,7 @@ pub fn conv2d(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &
             let x_img = &x[(ni * p.c + g * cg) * p.h * p.w..(ni * p.c + (g + 1) * cg) * p.h * p.w];
             let row0 = g * mg;
             let y_off = (ni * p.m + row0) * np;
-            // The residual has `ep.residual_rows` channels per image (<= m).
-            let res_rows = ep.residual_rows.saturating_sub(row0).min(mg);
-            let res_off = (ni * ep.residual_rows + row0) * np;
-            let sub = Epilogue {
-                bias: ep.bias.map(|b| &b[row0..row0 + mg]),
-                residual: ep.residual.filter(|_| res_rows > 0).map(|r| &r[res_off..res_off + res_rows * np]),
-                ld_residual: np,
-                residual_rows: res_rows,
-                activation: ep.activation,
-                slope: ep.slope.map(|s| &s[row0..row0 + mg]),
-                clamp: ep.clamp,
-            };
+            let sub = ep.for_group(ni, row0, mg, np);
             let a = &w[row0 * k..(row0 + mg) * k];
             let yg = &mut y[y_off..y_off + mg * np];
             if p.is_pointwise() {

@@ -134,17 +134,8 @@ pub fn conv2d_u8(exec: &Exec, p: &Conv2d, x: &[f32], q: &QuantConv, ep: &Epilogu
             let xs = &xs_buf[g * cg * plane..(g + 1) * cg * plane];
             pack_b(exec, p, kernel, xs, (q.x_zero - 128) as i8, b_buf, sums);
             let row0 = g * mg;
-            let res_rows = ep.residual_rows.saturating_sub(row0).min(mg);
-            let res_off = (ni * ep.residual_rows + row0) * np;
-            let sub = Epilogue {
-                bias: None,
-                residual: ep.residual.filter(|_| res_rows > 0).map(|r| &r[res_off..res_off + res_rows * np]),
-                ld_residual: np,
-                residual_rows: res_rows,
-                activation: ep.activation,
-                slope: ep.slope.map(|s| &s[row0..row0 + mg]),
-                clamp: ep.clamp,
-            };
+            // `ep.bias` is None: the bias is added in the integer domain (`q.bias`).
+            let sub = ep.for_group(ni, row0, mg, np);
             let y_off = (ni * p.m + row0) * np;
             let rows = row0..row0 + mg;
             gemm_rows(exec, q, rows, np, b_buf, sums, &sub, &mut y[y_off..y_off + mg * np]);

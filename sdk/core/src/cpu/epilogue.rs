@@ -85,6 +85,25 @@ pub fn clamp_nan_passing(x: f32, lo: f32, hi: f32) -> f32 {
     if v > hi { hi } else { v }
 }
 
+impl<'a> Epilogue<'a> {
+    /// The epilogue of rows `row0..row0 + rows` of image `image`, for an output whose images
+    /// each have `self`'s rows of `positions` columns (a convolution group): bias and slope
+    /// sliced to those rows, the residual to this image's rows that have one.
+    pub fn for_group(&self, image: usize, row0: usize, rows: usize, positions: usize) -> Epilogue<'a> {
+        let res_rows = self.residual_rows.saturating_sub(row0).min(rows);
+        let res_off = (image * self.residual_rows + row0) * positions;
+        Epilogue {
+            bias: self.bias.map(|b| &b[row0..row0 + rows]),
+            residual: self.residual.filter(|_| res_rows > 0).map(|r| &r[res_off..res_off + res_rows * positions]),
+            ld_residual: positions,
+            residual_rows: res_rows,
+            activation: self.activation,
+            slope: self.slope.map(|s| &s[row0..row0 + rows]),
+            clamp: self.clamp,
+        }
+    }
+}
+
 impl Epilogue<'_> {
     /// Whether applying it changes nothing.
     pub fn is_identity(&self) -> bool {

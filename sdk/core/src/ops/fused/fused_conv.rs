@@ -153,6 +153,16 @@ pub(crate) fn conv2d_geometry(conv: &Conv, x: &[usize], w: &[usize], b: Option<&
     }))
 }
 
+/// The channels of the residual `r` (0 without one) for an output of shape `y`: R may have
+/// fewer channels than Y (a folded zero channel Pad), never more (`infer` checks it too).
+pub(crate) fn residual_channels(op: &str, r: Option<TensorRef>, y: &[usize]) -> Result<usize> {
+    match r {
+        Some(r) if r.shape.len() >= 2 && y.len() >= 2 && r.shape[1] <= y[1] => Ok(r.shape[1]),
+        Some(r) => invalid!("{op}: residual R of shape {:?} for an output of {:?}", r.shape, y),
+        None => Ok(0),
+    }
+}
+
 /// Checks a fused convolution's epilogue inputs against its output `y`: the residual `r`
 /// (shaped like `y`, or with fewer channels) and the PRelu slope `s` (one per channel, given
 /// exactly when the activation is PRelu).
@@ -242,12 +252,7 @@ impl Op for FusedConv {
             t.map(|t| t.as_f32()).transpose()
         }
         let geo = self.conv2d(x.shape, w.shape, b.map(|b| b.shape))?;
-        // R may have fewer channels than Y (a folded zero channel Pad); checked by `infer`.
-        let residual_channels = match r {
-            Some(r) if r.shape.len() >= 2 && r.shape[1] <= y.shape[1] => r.shape[1],
-            Some(r) => invalid!("FusedConv: residual R of shape {:?} for an output of {:?}", r.shape, y.shape),
-            None => 0,
-        };
+        let residual_channels = residual_channels(OP_TYPE, r, y.shape)?;
         if let (Some(p), DType::F32) = (geo, x.dtype()) {
             let bias = f32_data(b)?;
             let ep = Epilogue {

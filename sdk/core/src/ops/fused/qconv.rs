@@ -15,7 +15,7 @@
 
 use std::sync::OnceLock;
 
-use super::fused_conv::{check_epilogue_inputs, conv2d_geometry, parse_activation, parse_clamp};
+use super::fused_conv::{check_epilogue_inputs, conv2d_geometry, parse_activation, parse_clamp, residual_channels};
 use crate::cpu::conv::Conv2d;
 use crate::cpu::conv_i8::{PreparedWeights, QuantConv, conv2d_u8, scratch_bytes, scratch_parts};
 use crate::cpu::gemm_i8::{I8Kernel, I8Kind};
@@ -172,11 +172,7 @@ impl Op for QConv {
         for (m, &s) in mult.iter_mut().zip(ws) {
             *m = self.x_scale * s;
         }
-        let residual_channels = match r {
-            Some(r) if r.shape.len() >= 2 && r.shape[1] <= p.m => r.shape[1],
-            Some(r) => invalid!("QConv: residual R of shape {:?} for an output of {:?}", r.shape, y.shape),
-            None => 0,
-        };
+        let residual_channels = residual_channels(OP_TYPE, r, y.shape)?;
         let ep = Epilogue {
             bias: None,
             residual: r.map(|r| r.as_f32()).transpose()?,
