@@ -111,14 +111,36 @@ impl Geometry {
     pub fn batches(&self) -> usize {
         self.batch[..self.batch_rank].iter().product()
     }
+
+    /// Calls `f(batch, a_matrix, b_matrix)` for every output batch in order, with the index
+    /// of the A and B matrices it multiplies (broadcast batches repeat an index).
+    pub fn for_each_batch(&self, mut f: impl FnMut(usize, usize, usize)) {
+        let mut idx = [0usize; MAX_RANK];
+        let (mut oa, mut ob) = (0usize, 0usize);
+        for batch in 0..self.batches() {
+            f(batch, oa, ob);
+            // Advance the batch odometer, keeping A's and B's matrix offsets in step.
+            let mut d = self.batch_rank;
+            while d > 0 {
+                d -= 1;
+                idx[d] += 1;
+                oa += self.sa[d];
+                ob += self.sb[d];
+                if idx[d] < self.batch[d] {
+                    break;
+                }
+                oa -= self.sa[d] * self.batch[d];
+                ob -= self.sb[d] * self.batch[d];
+                idx[d] = 0;
+            }
+        }
+    }
 }
 
 /// `y[b] = a[b] · b[b]` for every broadcast batch `b` (row-major operands).
 fn matmul_typed<T: MatElem>(g: &Geometry, a: &[T], b: &[T], y: &mut [T]) {
     let (m, k, n) = (g.m, g.k, g.n);
-    let mut idx = [0usize; MAX_RANK];
-    let (mut oa, mut ob) = (0usize, 0usize);
-    for batch in 0..g.batches() {
+    g.for_each_batch(|batch, oa, ob| {
         let (am, bm, ym) = (oa * m * k, ob * k * n, batch * m * n);
         for i in 0..m {
             for j in 0..n {
@@ -129,21 +151,7 @@ fn matmul_typed<T: MatElem>(g: &Geometry, a: &[T], b: &[T], y: &mut [T]) {
                 y[ym + i * n + j] = T::finish(acc);
             }
         }
-        // Advance the batch odometer, keeping A's and B's matrix offsets in step.
-        let mut d = g.batch_rank;
-        while d > 0 {
-            d -= 1;
-            idx[d] += 1;
-            oa += g.sa[d];
-            ob += g.sb[d];
-            if idx[d] < g.batch[d] {
-                break;
-            }
-            oa -= g.sa[d] * g.batch[d];
-            ob -= g.sb[d] * g.batch[d];
-            idx[d] = 0;
-        }
-    }
+    });
 }
 
 /// The f32 product of every broadcast batch on the CPU GEMM.
@@ -155,27 +163,11 @@ fn matmul_f32(exec: &Exec, g: &Geometry, a: &[f32], b: &[f32], y: &mut [f32]) {
         cpu::matmul::a_times_b(exec, rows, n, k, &a[..rows * k], &b[..k * n], &mut y[..rows * n]);
         return;
     }
-    let mut idx = [0usize; MAX_RANK];
-    let (mut oa, mut ob) = (0usize, 0usize);
-    for batch in 0..g.batches() {
+    g.for_each_batch(|batch, oa, ob| {
         let (am, bm, ym) = (oa * m * k, ob * k * n, batch * m * n);
         let (ab, bb, yb) = (&a[am..am + m * k], &b[bm..bm + k * n], &mut y[ym..ym + m * n]);
         cpu::matmul::a_times_b(exec, m, n, k, ab, bb, yb);
-        // The same batch odometer as `matmul_typed`.
-        let mut d = g.batch_rank;
-        while d > 0 {
-            d -= 1;
-            idx[d] += 1;
-            oa += g.sa[d];
-            ob += g.sb[d];
-            if idx[d] < g.batch[d] {
-                break;
-            }
-            oa -= g.sa[d] * g.batch[d];
-            ob -= g.sb[d] * g.batch[d];
-            idx[d] = 0;
-        }
-    }
+    });
 }
 
 impl Op for MatMul {

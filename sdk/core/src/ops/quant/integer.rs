@@ -104,9 +104,7 @@ pub fn matmul_i32(
     mut sink: impl FnMut(usize, usize, usize, i32),
 ) {
     let (m, k, n) = (g.m, g.k, g.n);
-    let mut idx = [0usize; crate::tensor::MAX_RANK];
-    let (mut oa, mut ob) = (0usize, 0usize);
-    for batch in 0..g.batches() {
+    g.for_each_batch(|batch, oa, ob| {
         let (am, bm, ym) = (oa * m * k, ob * k * n, batch * m * n);
         for i in 0..m {
             let az = azp(i);
@@ -121,19 +119,5 @@ pub fn matmul_i32(
                 sink(ym + i * n + j, i, j, acc);
             }
         }
-        // The batch odometer, keeping A's and B's matrix offsets in step (as MatMul's).
-        let mut d = g.batch_rank;
-        while d > 0 {
-            d -= 1;
-            idx[d] += 1;
-            oa += g.sa[d];
-            ob += g.sb[d];
-            if idx[d] < g.batch[d] {
-                break;
-            }
-            oa -= g.sa[d] * g.batch[d];
-            ob -= g.sb[d] * g.batch[d];
-            idx[d] = 0;
-        }
-    }
+    });
 }
