@@ -134,10 +134,7 @@ fn im2col_packed(exec: &Exec, p: &Conv2d, x: &[f32], nr: usize, dst: &mut [f32])
         let dst = unsafe { std::slice::from_raw_parts_mut(dst_ptr.get(), len) };
         im2col_panel(exec.isa, p, x, nr, pi, &mut dst[pi * k * nr..(pi + 1) * k * nr]);
     };
-    match exec.pool {
-        Some(pool) if panels > 1 => pool.run(panels, &task),
-        _ => (0..panels).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(exec.pool, panels, &task);
 }
 
 /// Writes B panel `pi` of the im2col matrix (`k * nr` floats) into `out`. On AVX2 CPUs the
@@ -362,10 +359,7 @@ fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &m
         let sub = Epilogue { bias: None, residual: ep.residual.map(|r| &r[ni * res_img..(ni + 1) * res_img]), ..*ep };
         sub.apply_tile(out, out_sz, ch, 1, 0, out_sz);
     };
-    match exec.pool {
-        Some(pool) if planes > 1 => pool.run(planes, &task),
-        _ => (0..planes).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(exec.pool, planes, &task);
 }
 
 /// Writes `x` (one `h x w` plane) into `dst` laid out as `lay` says, zeros around it.

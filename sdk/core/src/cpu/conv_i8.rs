@@ -162,10 +162,7 @@ fn quantize_centred(exec: &Exec, x: &[f32], scale: f32, zero: i32, out: &mut [u8
         }
     };
     let tasks = x.len().div_ceil(CHUNK);
-    match exec.pool {
-        Some(pool) if tasks > 1 => pool.run(tasks, &task),
-        _ => (0..tasks).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(exec.pool, tasks, &task);
 }
 
 /// [`quantize_u8`] then `^ 0x80` (re-centred to int8), 8 values at a time: the division,
@@ -284,10 +281,7 @@ fn pack_b(exec: &Exec, p: &Conv2d, kernel: I8Kernel, xs: &[u8], pad: i8, b: &mut
         }
         sum.copy_from_slice(&acc[..nr]);
     };
-    match exec.pool {
-        Some(pool) if panels > 1 => pool.run(panels, &task),
-        _ => (0..panels).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(exec.pool, panels, &task);
 }
 
 /// Copies bytes as int8.
@@ -401,10 +395,7 @@ fn gemm_rows(
         }
     };
     let tasks = row_tasks * col_tasks;
-    match exec.pool {
-        Some(pool) if tasks > 1 => pool.run(tasks, &task),
-        _ => (0..tasks).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(exec.pool, tasks, &task);
 }
 
 #[cfg(test)]

@@ -112,10 +112,7 @@ pub fn pack_b(src: &[f32], ld: usize, k: usize, n: usize, nr: usize, dst: &mut [
         let dst = unsafe { std::slice::from_raw_parts_mut(dst_ptr.get(), len) };
         pack_b_panel(src, ld, k, n, nr, p, dst);
     };
-    match pool {
-        Some(pool) if panels > 1 => pool.run(panels, &task),
-        _ => (0..panels).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(pool, panels, &task);
 }
 
 /// A raw pointer that tasks on several threads may share; each task writes a disjoint part.
@@ -173,10 +170,7 @@ pub fn gemm(
         let c = unsafe { std::slice::from_raw_parts_mut(c_ptr.get(), c_len) };
         block(kern, k, a, lda, b, n, c, ldc, rows, cols, ep);
     };
-    match pool {
-        Some(pool) if mb * nb > 1 => pool.run(mb * nb, &task),
-        _ => (0..mb * nb).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(pool, mb * nb, &task);
 }
 
 /// `C = A · B`, then `ep`, where B's panels are written by `pack(panel, dst)` (`dst`: the
@@ -227,10 +221,7 @@ pub fn gemm_packing(
         }
     };
     debug_assert_eq!(NC % nr, 0, "column blocks are whole panels");
-    match pool {
-        Some(pool) if nb > 1 => pool.run(nb, &task),
-        _ => (0..nb).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(pool, nb, &task);
 }
 
 /// The operand-size contract of [`gemm`] and [`gemm_packing`] for A (`m x k`, row stride

@@ -306,10 +306,7 @@ pub fn gemm_u8s8(
         // range above; tasks' (rows, panels) pairs are disjoint.
         unsafe { block(kern, a, lda, b, rows, cols, ptr, ldc, ep) };
     };
-    match pool {
-        Some(pool) if tasks > 1 => pool.run(tasks, &task),
-        _ => (0..tasks).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(pool, tasks, &task);
 }
 
 /// One task: rows `rows` of the output, the columns of panels `panels`.

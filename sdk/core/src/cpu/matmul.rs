@@ -46,10 +46,7 @@ pub fn a_times_bt(exec: &Exec, m: usize, n: usize, k: usize, a: &[f32], bt: &[f3
             }
         }
     };
-    match exec.pool {
-        Some(pool) if tasks > 1 => pool.run(tasks, &task),
-        _ => (0..tasks).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(exec.pool, tasks, &task);
 }
 
 #[cfg(test)]

@@ -179,6 +179,15 @@ impl Drop for ThreadPool {
     }
 }
 
+/// Runs `task(0..tasks)`: on `pool` when there is one and more than one task, else in order
+/// on the calling thread.
+pub fn run_tasks(pool: Option<&ThreadPool>, tasks: usize, task: &(dyn Fn(usize) + Sync)) {
+    match pool {
+        Some(pool) if tasks > 1 => pool.run(tasks, task),
+        _ => (0..tasks).for_each(task),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

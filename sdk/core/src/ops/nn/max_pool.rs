@@ -177,10 +177,7 @@ fn max_pool_2d_f32_values(exec: &Exec, geo: &Geometry, x: TensorRef, y: &mut Ten
         let ys = unsafe { std::slice::from_raw_parts_mut(y_ptr.get(), y_len) };
         max_pool_planes(exec.isa, geo, &xs[p0 * h * w..p1 * h * w], &mut ys[p0 * oh * ow..p1 * oh * ow]);
     };
-    match exec.pool {
-        Some(pool) if tasks > 1 => pool.run(tasks, &task),
-        _ => (0..tasks).for_each(task),
-    }
+    crate::cpu::pool::run_tasks(exec.pool, tasks, &task);
     Ok(())
 }
 
