@@ -175,16 +175,15 @@ fn max_pool_2d_f32_values(exec: &Exec, geo: &Geometry, x: TensorRef, y: &mut Ten
         }
         // SAFETY: task t alone writes planes p0..p1 of Y (disjoint ranges).
         let ys = unsafe { std::slice::from_raw_parts_mut(y_ptr.get(), y_len) };
-        max_pool_planes(exec.isa, geo, &xs[p0 * h * w..p1 * h * w], &mut ys[p0 * oh * ow..p1 * oh * ow]);
+        max_pool_planes(exec.isa, geo, p1 - p0, &xs[p0 * h * w..p1 * h * w], &mut ys[p0 * oh * ow..p1 * oh * ow]);
     };
     crate::cpu::pool::run_tasks(exec.pool, tasks, &task);
     Ok(())
 }
 
-/// [`max_pool_2d_f32_values`] over whole planes: `xs` and `ys` hold the same number of them.
-fn max_pool_planes(isa: Isa, geo: &Geometry, xs: &[f32], ys: &mut [f32]) {
+/// [`max_pool_2d_f32_values`] over `planes` whole planes of `xs` and `ys`.
+fn max_pool_planes(isa: Isa, geo: &Geometry, planes: usize, xs: &[f32], ys: &mut [f32]) {
     let (h, w, oh, ow) = (geo.input[0], geo.input[1], geo.output[0], geo.output[1]);
-    let planes = xs.len() / (h * w);
     let (kh, kw) = (geo.kernel[0], geo.kernel[1]);
     let (sy, sx, dy, dx) = (geo.stride[0], geo.stride[1], geo.dilation[0], geo.dilation[1]);
     let pad_x = geo.pad_begin[1];
@@ -505,5 +504,19 @@ mod tests {
         assert!(eval(&op, &[Some(&Tensor::zeros(DType::I64, &[1, 1, 4]))]).is_err());
         let op = MaxPool::build(&Attrs::new().with("kernel_shape", ints(&[2, 2])), 17).unwrap();
         assert!(eval(&op, &[Some(&Tensor::zeros(DType::F32, &[1, 1, 4]))]).is_err());
+        // An empty input plane with padding around it: every window lies in the padding, so
+        // every output is -inf, on the indices path and the values-only path alike (which
+        // once divided by the empty plane's size).
+        let attrs = Attrs::new().with("kernel_shape", ints(&[1, 1])).with("pads", ints(&[1, 1, 1, 1]));
+        let op = MaxPool::build(&attrs, 17).unwrap();
+        for (shape, out) in
+            [([1usize, 2, 0, 3], [1usize, 2, 2, 5]), ([1, 2, 3, 0], [1, 2, 5, 2]), ([0, 2, 3, 3], [0, 2, 5, 5])]
+        {
+            let x = Tensor::zeros(DType::F32, &shape);
+            let y = eval(&op, &[Some(&x)]).unwrap().remove(0);
+            assert_eq!(y.shape(), out, "{shape:?}");
+            assert!(y.as_f32().unwrap().iter().all(|&v| v == f32::NEG_INFINITY), "{shape:?}");
+            assert_eq!(values_only(&op, &x).as_f32().unwrap(), y.as_f32().unwrap(), "{shape:?}");
+        }
     }
 }
