@@ -6,7 +6,7 @@
 
 use super::Exec;
 use super::epilogue::Epilogue;
-use super::gemm::{self, BMatrix, SyncPtr, packed_b_len};
+use super::gemm::{self, AMatrix, BMatrix, SyncPtr, packed_b_len};
 use super::isa::Isa;
 
 /// Geometry of a 2-D convolution; pads are the top/left ones (bottom/right are implied by
@@ -84,14 +84,27 @@ impl Conv2d {
     }
 }
 
-/// Runs the convolution. `x`: `[n, c, h, w]`, `w`: `[m, c/group, kh, kw]`, `y`: `[n, m, oh,
-/// ow]`; the epilogue's bias/slope have `m` values and its residual is shaped like `y`
-/// (`ld_residual` = oh*ow). `scratch` has [`Conv2d::scratch_floats`] floats.
-pub fn conv2d(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &mut [f32], scratch: &mut [f32]) {
+/// Runs the convolution. `x`: `[n, c, h, w]`, `w`: `[m, c/group, kh, kw]` (float16 weights
+/// only on the GEMM path, not depthwise), `y`: `[n, m, oh, ow]`; the epilogue's bias/slope
+/// have `m` values and its residual is shaped like `y` (`ld_residual` = oh*ow). `scratch` has
+/// [`Conv2d::scratch_floats`] floats.
+pub fn conv2d(
+    exec: &Exec,
+    p: &Conv2d,
+    x: &[f32],
+    w: AMatrix,
+    ep: &Epilogue,
+    y: &mut [f32],
+    scratch: &mut [f32],
+) -> crate::error::Result<()> {
     debug_assert_eq!(x.len(), p.n * p.c * p.h * p.w);
     debug_assert_eq!(y.len(), p.n * p.m * p.positions());
     if p.is_depthwise() {
-        return depthwise(exec, p, x, w, ep, y, scratch);
+        let AMatrix::F32(w) = w else {
+            crate::invalid!("a depthwise convolution takes float32 weights only (its direct kernel has no f16 path)");
+        };
+        depthwise(exec, p, x, w, ep, y, scratch);
+        return Ok(());
     }
     let (cg, mg, k, np) = (p.c / p.group, p.m / p.group, p.k(), p.positions());
     let nr = gemm::kernel(exec.isa).nr;
@@ -101,7 +114,7 @@ pub fn conv2d(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &
             let row0 = g * mg;
             let y_off = (ni * p.m + row0) * np;
             let sub = ep.for_group(ni, row0, mg, np);
-            let a = &w[row0 * k..(row0 + mg) * k];
+            let a = w.slice(row0 * k..(row0 + mg) * k);
             let yg = &mut y[y_off..y_off + mg * np];
             if p.is_pointwise() {
                 let b = BMatrix::RowMajor { data: x_img, ld: np };
@@ -120,6 +133,7 @@ pub fn conv2d(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &
             }
         }
     }
+    Ok(())
 }
 
 /// Writes the im2col matrix of one image and group (`k = cg*kh*kw` rows, `oh*ow` columns)

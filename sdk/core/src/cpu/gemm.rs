@@ -7,6 +7,11 @@
 //! registers. Work is split into tiles of up to [`MC`] rows and [`NC`] columns run on the
 //! thread pool. Micro-kernels: AVX-512 8x32 and AVX2 6x16 (`gemm_x86.rs`), NEON 8x8
 //! (`gemm_neon.rs`), and a portable 4x16.
+//!
+//! A may be float16 ([`AMatrix::F16`]: an `--precision fp16` layer's weights): each task
+//! converts its `MC x KC` block of A to f32 (F16C where the CPU has it, through `half`)
+//! right before the micro-kernels use it, so the products and sums stay f32 and the cost
+//! is one conversion per A value per column block.
 
 use super::epilogue::Epilogue;
 use super::isa::Isa;
@@ -52,6 +57,36 @@ pub enum BMatrix<'a> {
         /// Index of the first panel in `data`.
         first: usize,
     },
+}
+
+/// The A operand of [`gemm`]: row-major `m x k` with row stride `lda`.
+#[derive(Clone, Copy, Debug)]
+pub enum AMatrix<'a> {
+    /// Float32.
+    F32(&'a [f32]),
+    /// Float16 storage, converted to f32 one block at a time.
+    F16(&'a [half::f16]),
+}
+
+impl<'a> AMatrix<'a> {
+    /// Elements.
+    pub fn len(&self) -> usize {
+        match self {
+            AMatrix::F32(a) => a.len(),
+            AMatrix::F16(a) => a.len(),
+        }
+    }
+    /// No elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Elements `range` (for a group's rows of a convolution's weights).
+    pub fn slice(self, range: std::ops::Range<usize>) -> Self {
+        match self {
+            AMatrix::F32(a) => AMatrix::F32(&a[range]),
+            AMatrix::F16(a) => AMatrix::F16(&a[range]),
+        }
+    }
 }
 
 /// A micro-kernel with its tile size.
@@ -139,7 +174,7 @@ pub fn gemm(
     m: usize,
     n: usize,
     k: usize,
-    a: &[f32],
+    a: AMatrix,
     lda: usize,
     b: BMatrix,
     c: &mut [f32],
@@ -187,7 +222,7 @@ pub fn gemm_packing(
     m: usize,
     n: usize,
     k: usize,
-    a: &[f32],
+    a: AMatrix,
     lda: usize,
     pack: &(dyn Fn(usize, &mut [f32]) + Sync),
     bp: &mut [f32],
@@ -226,7 +261,7 @@ pub fn gemm_packing(
 
 /// The operand-size contract of [`gemm`] and [`gemm_packing`] for A (`m x k`, row stride
 /// `lda`) and C (`m x n`, row stride `ldc`); `m >= 1`.
-fn assert_a_and_c(m: usize, n: usize, k: usize, a: &[f32], lda: usize, c: &[f32], ldc: usize) {
+fn assert_a_and_c(m: usize, n: usize, k: usize, a: AMatrix, lda: usize, c: &[f32], ldc: usize) {
     assert!(k == 0 || a.len() >= (m - 1) * lda + k, "A too small");
     assert!(c.len() >= (m - 1) * ldc + n, "C too small");
 }
@@ -237,7 +272,7 @@ fn assert_a_and_c(m: usize, n: usize, k: usize, a: &[f32], lda: usize, c: &[f32]
 fn block(
     kern: Kernel,
     k: usize,
-    a: &[f32],
+    a: AMatrix,
     lda: usize,
     b: BMatrix,
     n: usize,
@@ -259,10 +294,30 @@ fn block(
     let mut edge = std::mem::MaybeUninit::<[f32; KC * NR_MAX]>::uninit();
     // Partial tiles are computed here whole, then their valid part copied to C.
     let mut tmp = [0f32; MR_MAX * NR_MAX];
+    // A float16 A's rows × K block, converted (left uninitialized, as `edge`: 64 KiB).
+    let mut a_f32 = std::mem::MaybeUninit::<[f32; MC * KC]>::uninit();
+    debug_assert!(rows.len() <= MC);
     let mut k0 = 0;
     while k0 < k {
         let kc = KC.min(k - k0);
         let accumulate = k0 > 0;
+        // Where row r's K block starts: `a_rows[(r - row_base) * a_ld + a_col..]`.
+        let (a_rows, a_ld, row_base, a_col): (&[f32], usize, usize, usize) = match a {
+            AMatrix::F32(a) => (a, lda, 0, k0),
+            AMatrix::F16(a16) => {
+                use half::slice::HalfFloatSliceExt;
+                let dst = a_f32.as_mut_ptr() as *mut f32;
+                for (i, r) in rows.clone().enumerate() {
+                    // SAFETY: i < MC and kc <= KC, so the row lies inside the buffer.
+                    let row = unsafe { std::slice::from_raw_parts_mut(dst.add(i * KC), kc) };
+                    a16[r * lda + k0..r * lda + k0 + kc].convert_to_f32_slice(row);
+                }
+                // SAFETY: rows.len() rows of kc values were written just above, and the
+                // micro-kernels read only those (rows past the end repeat the last row).
+                let len = (rows.len() - 1) * KC + kc;
+                (unsafe { std::slice::from_raw_parts(dst, len) }, KC, rows.start, 0)
+            }
+        };
         for p in p0..p1 {
             let j0 = p * nr;
             let w = nr.min(cols.end - j0);
@@ -292,7 +347,7 @@ fn block(
                 let mut rp = [std::ptr::null::<f32>(); MR_MAX];
                 for (i, p) in rp.iter_mut().enumerate().take(mr) {
                     // Rows past the end repeat the last row: computed, never stored.
-                    *p = a[(r0 + i.min(h - 1)) * lda + k0..].as_ptr();
+                    *p = a_rows[(r0 + i.min(h - 1) - row_base) * a_ld + a_col..].as_ptr();
                 }
                 let c_tile = &mut c[r0 * ldc + j0..];
                 if h == mr && w == nr {
@@ -377,16 +432,20 @@ mod tests {
     }
 
     /// Every kernel this CPU has against an f64 reference, over remainder sizes, with and
-    /// without threads, with a bias + residual + activation epilogue.
+    /// without threads, with a bias + residual + activation epilogue; A in f32 and in f16
+    /// (whose reference is the f32 product of the rounded A).
     #[test]
     fn gemm_matches_reference_on_every_isa() {
         let mut rng = Rng::new(7);
         let pool = ThreadPool::new(3).unwrap();
         let sizes = [(1, 1, 1), (7, 13, 5), (8, 32, 256), (13, 1026, 7), (65, 33, 300), (6, 16, 513), (3, 300, 0)];
-        for isa in Isa::all_supported() {
+        for (isa, half) in Isa::all_supported().into_iter().flat_map(|i| [(i, false), (i, true)]) {
             let nr = kernel(isa).nr;
             for &(m, n, k) in &sizes {
                 let a: Vec<f32> = (0..m * k).map(|_| rng.sym()).collect();
+                let a16: Vec<half::f16> = a.iter().map(|&v| half::f16::from_f32(v)).collect();
+                let a: Vec<f32> = if half { a16.iter().map(|v| v.to_f32()).collect() } else { a };
+                let a_matrix = if half { AMatrix::F16(&a16) } else { AMatrix::F32(&a) };
                 let b: Vec<f32> = (0..k * n).map(|_| rng.sym()).collect();
                 let bias: Vec<f32> = (0..m).map(|_| rng.sym()).collect();
                 let res: Vec<f32> = (0..m * n).map(|_| rng.sym()).collect();
@@ -405,13 +464,13 @@ mod tests {
                         clamp: None,
                     };
                     let bm = if threaded { BMatrix::RowMajor { data: &b, ld: n } } else { BMatrix::Packed(&bp) };
-                    gemm(isa, threaded.then_some(&pool), m, n, k, &a, k, bm, &mut c, n, &ep);
+                    gemm(isa, threaded.then_some(&pool), m, n, k, a_matrix, k, bm, &mut c, n, &ep);
                     for i in 0..m * n {
                         let w = (want[i] + bias[i / n] as f64 + res[i] as f64).max(0.0);
                         let tol = 1e-4 * (1.0 + w.abs()) + 1e-5 * k as f64;
                         assert!(
                             (c[i] as f64 - w).abs() <= tol,
-                            "{isa} m{m} n{n} k{k} threads {threaded} at {i}: {} vs {w}",
+                            "{isa} f16 {half} m{m} n{n} k{k} threads {threaded} at {i}: {} vs {w}",
                             c[i]
                         );
                     }

@@ -220,7 +220,7 @@ fn bench_gemm_i8_vs_f32() {
                     n,
                     m,
                     k,
-                    &af,
+                    crate::cpu::gemm::AMatrix::F32(&af),
                     k,
                     crate::cpu::gemm::BMatrix::Packed(&bp),
                     &mut c,

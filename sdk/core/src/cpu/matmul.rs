@@ -25,7 +25,7 @@ pub fn a_times_b(exec: &Exec, m: usize, n: usize, k: usize, a: &[f32], b: &[f32]
         return;
     }
     let bm = BMatrix::RowMajor { data: b, ld: n };
-    gemm::gemm(exec.isa, exec.pool, m, n, k, a, k, bm, y, n, &Epilogue::default());
+    gemm::gemm(exec.isa, exec.pool, m, n, k, gemm::AMatrix::F32(a), k, bm, y, n, &Epilogue::default());
 }
 
 /// `y[m x n] = a[m x k] · btᵀ`, where `bt` is `[n x k]` row-major.

@@ -10,13 +10,18 @@
 //!
 //! 1-D and 2-D f32 convolutions run on the CPU backend (`cpu::conv`, a 1-D one as height 1);
 //! any other rank or type runs the reference Conv, then the same epilogue.
+//!
+//! The weights `W` of a 1-D or 2-D, non-depthwise convolution of float32 `X` may be float16
+//! (an `--precision fp16` layer, `passes::fp16_weights`): the GEMM converts them to f32 block
+//! by block, so activations, bias and sums stay f32 and only the weights' storage halves.
 
 use crate::cpu::conv::{Conv2d, conv2d};
+use crate::cpu::gemm::AMatrix;
 use crate::cpu::{Activation, Epilogue, Exec};
 use crate::error::Result;
 use crate::ops::nn::conv::Conv;
 use crate::ops::{Attrs, InferInput, Op, TypeShape, optional, required};
-use crate::tensor::{DType, TensorMut, TensorRef};
+use crate::tensor::{DType, DataRef, TensorMut, TensorRef};
 use crate::{invalid, invalid_err};
 
 /// The op type string.
@@ -213,7 +218,19 @@ impl Op for FusedConv {
     }
 
     fn infer(&self, inputs: &[Option<InferInput>]) -> Result<Vec<TypeShape>> {
-        let out = self.conv.infer(&inputs[..inputs.len().min(3)])?;
+        let mut conv_inputs: Vec<Option<InferInput>> = inputs[..inputs.len().min(3)].to_vec();
+        if let [Some(x), Some(w), ..] = conv_inputs.as_mut_slice()
+            && x.dtype == DType::F32
+            && w.dtype == DType::F16
+        {
+            // Float16 weights: only where the fast GEMM path runs (1-D/2-D, not depthwise).
+            let depthwise = w.shape.len() >= 2 && w.shape[1] == 1 && self.conv.group > 1;
+            if !(3..=4).contains(&w.shape.len()) || depthwise {
+                invalid!("float16 weights {:?} need a 1-D or 2-D, non-depthwise convolution", w.shape);
+            }
+            w.dtype = DType::F32;
+        }
+        let out = self.conv.infer(&conv_inputs)?;
         let y = &out[0];
         check_epilogue_inputs(y, inputs.get(3).copied().flatten(), inputs.get(4).copied().flatten(), self.activation)?;
         if y.dtype != DType::F32 && (inputs.len() > 3 || self.activation != Activation::None || self.clamp.is_some()) {
@@ -270,9 +287,11 @@ impl Op for FusedConv {
             }
             // SAFETY: the scratch is 64-byte aligned (Op::run's contract) and holds `need` floats.
             let sc = unsafe { std::slice::from_raw_parts_mut(scratch.as_mut_ptr() as *mut f32, need) };
-            let (xs, ws) = (x.as_f32()?, w.as_f32()?);
-            conv2d(exec, &p, xs, ws, &ep, y.as_f32_mut()?, sc);
-            return Ok(());
+            let ws = match w.data {
+                DataRef::F16(h) => AMatrix::F16(h),
+                _ => AMatrix::F32(w.as_f32()?),
+            };
+            return conv2d(exec, &p, x.as_f32()?, ws, &ep, y.as_f32_mut()?, sc);
         }
         // Any other rank or type: the reference Conv, then the epilogue on the whole output.
         self.conv.run(&inputs[..inputs.len().min(3)], std::slice::from_mut(y), scratch)?;
