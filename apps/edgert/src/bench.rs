@@ -96,11 +96,17 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             if crate::is_engine(&args.model) { "engine" } else { "ONNX model" }
         );
     }
-    let int8_layers = engine.build.layers.iter().filter(|l| l.precision == "int8").count();
-    let precision = if built == "int8" {
-        format!("int8 ({int8_layers} of {} layers in INT8)", engine.build.layers.len())
-    } else {
+    let layers_in = |p: &str| engine.build.layers.iter().filter(|l| l.precision == p).count();
+    let int8_layers = layers_in("int8");
+    let precision = if engine.build.layers.is_empty() {
         built.to_string()
+    } else {
+        format!(
+            "{built} (of {} layers: int8 {int8_layers}, fp16 {}, fp32 {})",
+            engine.build.layers.len(),
+            layers_in("fp16"),
+            layers_in("fp32")
+        )
     };
 
     let mut given: HashMap<String, Tensor> = HashMap::new();

@@ -31,10 +31,19 @@ enum Cmd {
         /// Input shape to plan for, `NAME=1x3x128x128` (repeatable); symbolic dims otherwise 1.
         #[arg(long = "shape", value_name = "NAME=DIMS")]
         shapes: Vec<String>,
-        /// Precision: `fp32`, or `int8` (convolutions on INT8 kernels, scales from `--calib`
-        /// or `--calib-cache`). `fp16` and `best` are not built yet.
+        /// Precision: `fp32`; `fp16` (convolution weights stored as float16, f32 activations
+        /// and sums); `int8` (convolutions on INT8 kernels, scales from `--calib` or
+        /// `--calib-cache`); `best` (each convolution in the fastest of the three whose error
+        /// on the first `--calib` samples stays within `--max-error`).
         #[arg(long, value_enum, default_value = "fp32")]
         precision: PrecisionArg,
+        /// `best`: the largest error allowed, `max |y - y_fp32| / max |y_fp32|` over the
+        /// model's float outputs on the error samples (a fraction of each output's range).
+        #[arg(long, default_value_t = 0.02)]
+        max_error: f32,
+        /// `best`: how many of the calibration samples (the first ones) measure errors.
+        #[arg(long, default_value_t = 8)]
+        error_samples: usize,
         /// INT8 calibration data: a folder of images, `.npy` tensors, or one folder per sample.
         #[arg(long, value_name = "DIR")]
         calib: Option<PathBuf>,
@@ -94,7 +103,8 @@ enum Cmd {
         /// Print the graph after each optimization pass (ONNX models).
         #[arg(long)]
         passes: bool,
-        /// List each layer's precision and why (engines built with `--precision int8`).
+        /// List each layer's precision and why (engines built with `--precision int8`, `fp16`
+        /// or `best`).
         #[arg(long)]
         layers: bool,
     },
@@ -127,13 +137,31 @@ fn main() {
 
 fn real_main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Build { model, output, shapes, precision, calib, calib_method, calib_cache, image, threads, int8_all } => {
+        Cmd::Build {
+            model,
+            output,
+            shapes,
+            precision,
+            max_error,
+            error_samples,
+            calib,
+            calib_method,
+            calib_cache,
+            image,
+            threads,
+            int8_all,
+        } => {
             let t0 = std::time::Instant::now();
             let graph = onnx::load_model(&model).with_context(|| format!("loading {}", model.display()))?;
             let shapes = with_default_dims(&graph, parse_shapes(&shapes)?);
             let engine = match precision {
                 PrecisionArg::Fp32 => Engine::build(graph, Some(&shapes))?,
-                PrecisionArg::Int8 => {
+                PrecisionArg::Fp16 => {
+                    let engine = Engine::build_fp16(graph, Some(&shapes))?;
+                    print_precision_summary(&engine);
+                    engine
+                }
+                PrecisionArg::Int8 | PrecisionArg::Best => {
                     let int8 = Int8Build {
                         calib,
                         method: &calib_method,
@@ -141,13 +169,10 @@ fn real_main() -> Result<()> {
                         image: &image,
                         threads,
                         int8_all,
+                        best: (precision == PrecisionArg::Best).then_some((max_error, error_samples)),
                     };
                     build_int8(graph, &shapes, &int8)?
                 }
-                PrecisionArg::Fp16 | PrecisionArg::Best => bail!(
-                    "--precision {precision:?} is not built yet: FP16 kernels and the per-layer `best` choice are \
-                     still open (issue 4); use fp32 or int8"
-                ),
             };
             engine.save(&output)?;
             let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
@@ -188,7 +213,7 @@ fn real_main() -> Result<()> {
     }
 }
 
-/// The INT8 options of `edgert build`.
+/// The INT8 options of `edgert build` (`--precision int8` and `best`).
 struct Int8Build<'a> {
     calib: Option<PathBuf>,
     method: &'a str,
@@ -196,15 +221,65 @@ struct Int8Build<'a> {
     image: &'a calib::ImageArgs,
     threads: usize,
     int8_all: bool,
+    /// `best`: the error budget and how many samples measure errors.
+    best: Option<(f32, usize)>,
 }
 
-/// An INT8 build: scales from the cache file when it exists, else calibrated on `--calib`
-/// (and written to the cache file when one is named). Prints the per-precision summary.
+/// An INT8 or `best` build: scales from the cache file when it exists, else calibrated on
+/// `--calib` (and written to the cache file when one is named); `best` measures errors on
+/// the first `--calib` samples. Prints the per-precision summary.
 fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build) -> Result<Engine> {
     use edgert_core::engine::{Int8Options, Int8Scales};
     let options = Int8Options { only_faster: !o.int8_all, threads: o.threads.max(1) };
     use edgert_core::quant::{CalibrationCache, Method};
     let existing = o.cache.as_ref().filter(|c| c.exists());
+    let inputs: Vec<(String, Vec<usize>)> = graph
+        .inputs
+        .iter()
+        .map(|&i| {
+            let v = &graph.values[i];
+            let dims = shapes.get(&v.name).cloned().or_else(|| {
+                v.shape.as_ref().map(|d| d.iter().map(|x| if let Dim::Fixed(n) = x { *n } else { 1 }).collect())
+            });
+            dims.map(|d| (v.name.clone(), d)).ok_or_else(|| anyhow!("input `{}` has no shape: give --shape", v.name))
+        })
+        .collect::<Result<_>>()?;
+    if let Some((max_error, n_error)) = o.best {
+        // `best` keeps the samples: the first ones measure errors after calibration.
+        let dir = o.calib.as_ref().ok_or_else(|| {
+            anyhow!("--precision best needs calibration data (--calib DIR): errors are measured on it")
+        })?;
+        let (_, samples) = calib::samples(dir, &inputs, o.image)?;
+        let samples: Vec<edgert_core::quant::collect::Sample> = samples.collect::<edgert_core::Result<_>>()?;
+        let error_samples = &samples[..n_error.max(1).min(samples.len())];
+        let best = edgert_core::best::BestOptions { max_error, threads: o.threads.max(1) };
+        let t0 = std::time::Instant::now();
+        let (engine, scales) = match existing {
+            Some(path) => {
+                let cache = CalibrationCache::read(path).with_context(|| format!("reading {}", path.display()))?;
+                Engine::build_best(graph, Some(shapes), Int8Scales::Cache(cache), error_samples, &best)?
+            }
+            None => {
+                let method = Method::parse(o.method)?;
+                let mut all = samples.iter().cloned().map(Ok);
+                let calibrate =
+                    Int8Scales::Calibrate { samples: &mut all, method, threads: o.threads, progress: &mut |_| {} };
+                Engine::build_best(graph, Some(shapes), calibrate, error_samples, &best)?
+            }
+        };
+        println!(
+            "best: chose per layer in {:.1} s on {} samples; measured error {:.2e} (budget {max_error:.2e})",
+            t0.elapsed().as_secs_f64(),
+            error_samples.len(),
+            engine.build.measured_error.unwrap_or(f32::NAN)
+        );
+        if let (Some(path), None) = (&o.cache, existing) {
+            scales.write(path).with_context(|| format!("writing {}", path.display()))?;
+            println!("calibration cache: {} ({} tensors)", path.display(), scales.scales.len());
+        }
+        print_precision_summary(&engine);
+        return Ok(engine);
+    }
     let (engine, _scales) = if let Some(path) = existing {
         if o.calib.is_some() {
             eprintln!("note: using calibration cache {} (delete it to recalibrate on --calib)", path.display());
@@ -216,18 +291,6 @@ fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build)
             anyhow!("--precision int8 needs calibration data (--calib DIR) or an existing --calib-cache FILE")
         })?;
         let method = Method::parse(o.method)?;
-        let inputs: Vec<(String, Vec<usize>)> = graph
-            .inputs
-            .iter()
-            .map(|&i| {
-                let v = &graph.values[i];
-                let dims = shapes.get(&v.name).cloned().or_else(|| {
-                    v.shape.as_ref().map(|d| d.iter().map(|x| if let Dim::Fixed(n) = x { *n } else { 1 }).collect())
-                });
-                dims.map(|d| (v.name.clone(), d))
-                    .ok_or_else(|| anyhow!("input `{}` has no shape: give --shape", v.name))
-            })
-            .collect::<Result<_>>()?;
         let (total, mut samples) = calib::samples(dir, &inputs, o.image)?;
         let t0 = std::time::Instant::now();
         // A live count on a terminal; logs get only the final line.
@@ -258,21 +321,27 @@ fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build)
     Ok(engine)
 }
 
-/// `int8: N layers, fp32: M (reason: count, ...)`.
+/// `precision: int8 N layers, fp16 K, fp32 M (reason: count, ...)`.
 fn print_precision_summary(engine: &Engine) {
     let layers = &engine.build.layers;
     if layers.is_empty() {
         return;
     }
-    let int8 = layers.iter().filter(|l| l.precision == "int8").count();
+    let count = |p: &str| layers.iter().filter(|l| l.precision == p).count();
     let mut why: std::collections::BTreeMap<String, usize> = Default::default();
-    for l in layers.iter().filter(|l| l.precision != "int8") {
+    for l in layers.iter().filter(|l| l.precision == "fp32") {
         // Group reasons by their kind (the text before a tensor name or number).
-        let kind = l.reason.split([':', '`', '(']).next().unwrap_or("").trim().to_string();
+        let kind = l.reason.split([':', '`', '(', ';']).next().unwrap_or("").trim().to_string();
         *why.entry(kind).or_default() += 1;
     }
     let why: Vec<String> = why.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-    println!("precision: int8 {int8} layers, fp32 {} ({})", layers.len() - int8, why.join(", "));
+    println!(
+        "precision: int8 {} layers, fp16 {}, fp32 {} ({})",
+        count("int8"),
+        count("fp16"),
+        count("fp32"),
+        why.join(", ")
+    );
     println!("(`edgert inspect ENGINE --layers` lists each layer's precision and why)");
 }
 
@@ -527,6 +596,9 @@ fn inspect(path: &Path, shapes: &HashMap<String, Vec<usize>>, list_layers: bool)
     }
     if !engine.build.precision.is_empty() {
         println!("precision: {}", engine.build.precision);
+    }
+    if let Some(e) = engine.build.measured_error {
+        println!("measured error vs fp32 on the calibration samples: {e:.2e} (max |y - y_fp32| / max |y_fp32|)");
     }
     print_precision_summary(&engine);
     if list_layers {

@@ -130,9 +130,13 @@ pub struct BuildInfo {
     /// The precision asked for (`fp32`, `int8`); empty in files from before INT8 builds.
     #[serde(default)]
     pub precision: String,
-    /// Each node's precision and why (INT8 builds; empty for fp32).
+    /// Each node's precision and why (INT8, FP16 and best builds; empty for fp32).
     #[serde(default)]
     pub layers: Vec<LayerPrecision>,
+    /// The model's error against FP32 measured on the calibration samples (`best` builds):
+    /// `max |y - y_fp32| / max |y_fp32|` over the float outputs.
+    #[serde(default)]
+    pub measured_error: Option<f32>,
 }
 
 /// Choices of an INT8 build.
@@ -236,7 +240,7 @@ impl Engine {
     pub fn build(mut graph: Graph, shapes: Option<&HashMap<String, Vec<usize>>>) -> Result<Engine> {
         let report = optimize(&mut graph)?;
         let plan = plan_summary(&graph, shapes)?;
-        let build = BuildInfo { passes: report, plan, precision: "fp32".into(), layers: Vec::new() };
+        let build = BuildInfo { passes: report, plan, precision: "fp32".into(), ..BuildInfo::default() };
         Ok(Engine { graph, target: Target::host_cpu(), build })
     }
 
@@ -267,7 +271,47 @@ impl Engine {
         let dead = passes::remove_dead_nodes(&mut graph)?;
         report.push(("remove_dead_nodes".to_string(), dead));
         let plan = plan_summary(&graph, shapes)?;
-        let build = BuildInfo { passes: report, plan, precision: "int8".into(), layers };
+        let build = BuildInfo { passes: report, plan, precision: "int8".into(), layers, measured_error: None };
+        Ok((Engine { graph, target: Target::host_cpu(), build }, cache))
+    }
+
+    /// As [`Engine::build`], then FP16: every convolution the GEMM runs keeps its weights in
+    /// float16 (`passes::fp16_weights`); the report lists every node's precision and why.
+    pub fn build_fp16(mut graph: Graph, shapes: Option<&HashMap<String, Vec<usize>>>) -> Result<Engine> {
+        let mut report = optimize(&mut graph)?;
+        let layers = passes::fp16_weights(&mut graph)?;
+        report.push(("fp16_weights".to_string(), layers.iter().filter(|l| l.precision == "fp16").count()));
+        let dead = passes::remove_dead_nodes(&mut graph)?;
+        report.push(("remove_dead_nodes".to_string(), dead));
+        let plan = plan_summary(&graph, shapes)?;
+        let build = BuildInfo { passes: report, plan, precision: "fp16".into(), layers, measured_error: None };
+        Ok(Engine { graph, target: Target::host_cpu(), build })
+    }
+
+    /// As [`Engine::build`], then each convolution in the fastest of INT8, FP16 and FP32
+    /// whose error on `error_samples` stays within `options.max_error` (see [`crate::best`]).
+    /// Scales come as for [`Engine::build_int8`]. Returns the engine and the scales used.
+    pub fn build_best(
+        mut graph: Graph,
+        shapes: Option<&HashMap<String, Vec<usize>>>,
+        scales: Int8Scales,
+        error_samples: &[Sample],
+        options: &crate::best::BestOptions,
+    ) -> Result<(Engine, CalibrationCache)> {
+        let mut report = optimize(&mut graph)?;
+        let cache = match scales {
+            Int8Scales::Cache(c) => c,
+            Int8Scales::Calibrate { samples, method, threads, progress } => {
+                let wanted = passes::quantize_int8::int8_inputs(&graph);
+                collect(&graph, &wanted, samples, threads, progress)?.cache(method)
+            }
+        };
+        let (graph, layers, error) = crate::best::choose(graph, shapes, &cache, error_samples, options)?;
+        for p in ["int8", "fp16"] {
+            report.push((format!("best: {p} layers"), layers.iter().filter(|l| l.precision == p).count()));
+        }
+        let plan = plan_summary(&graph, shapes)?;
+        let build = BuildInfo { passes: report, plan, precision: "best".into(), layers, measured_error: Some(error) };
         Ok((Engine { graph, target: Target::host_cpu(), build }, cache))
     }
 

@@ -5,6 +5,7 @@
 //! engine file ([`engine`]) and `.npy` I/O ([`npy`]).
 
 pub mod batcher;
+pub mod best;
 pub mod compare;
 pub mod context;
 pub mod cpu;

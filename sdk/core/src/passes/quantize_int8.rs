@@ -144,7 +144,7 @@ fn quantize_node(graph: &mut Graph, i: usize, x_scale: f32) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::HashMap;
     use std::sync::Arc;
 
@@ -158,11 +158,11 @@ mod tests {
     use crate::quant::Method;
     use crate::{Context, Tensor};
 
-    const SHAPE: [usize; 4] = [2, 3, 16, 16];
+    pub(crate) const SHAPE: [usize; 4] = [2, 3, 16, 16];
 
     /// x → Conv3x3+Relu (8) → depthwise 3x3 → Conv1x1 (16) + Conv1x1(x) (16) → Relu →
     /// GlobalAveragePool: regular, depthwise and pointwise convolutions, a residual.
-    fn net() -> Graph {
+    pub(crate) fn net() -> Graph {
         let mut rng = Rng::new(21);
         let mut g = Graph { opset: 13, ..Graph::default() };
         let x = g.add_value("x", Some(DType::F32), Some(SHAPE.iter().map(|&d| Dim::Fixed(d)).collect()));
@@ -200,7 +200,7 @@ mod tests {
         (0..ctx.num_outputs()).map(|i| ctx.output(i).unwrap()).collect()
     }
 
-    fn samples(seed: u64, n: usize) -> impl Iterator<Item = Result<crate::quant::collect::Sample>> {
+    pub(crate) fn samples(seed: u64, n: usize) -> impl Iterator<Item = Result<crate::quant::collect::Sample>> {
         let mut rng = Rng::new(seed);
         (0..n).map(move |_| Ok(HashMap::from([("x".to_string(), rng.tensor(&SHAPE))])))
     }
