@@ -128,6 +128,13 @@ enum DeviceArg {
 }
 
 fn main() {
+    // `edgert inspect ... | head` closes the pipe early: end quietly as other Unix tools do
+    // (Rust ignores SIGPIPE, so `println!` would panic on the broken pipe instead).
+    #[cfg(unix)]
+    // SAFETY: first thing in main, before any other thread exists; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     if let Err(e) = real_main() {
         eprintln!("error: {e:#}");
