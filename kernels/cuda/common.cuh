@@ -28,7 +28,9 @@ typedef unsigned char u8;
 #define BIAS_PER_ROW 2  // Conv (rows are output channels): bias[m]
 
 // The epilogue of a fused Conv/Gemm: v = alpha*acc + beta*bias; then residual and activation
-// in the order `res_first` says; then an optional requantization (INT8 outputs only).
+// in the order `res_first` says; then the clamp [clamp_lo, clamp_hi] (a Max/Min with a
+// constant after the activation, fused on the CPU too; NaN passes, as in ONNX Max/Min); then
+// an optional requantization (INT8 outputs only).
 struct Epilogue {
   const float* bias;      // null: none
   const float* residual;  // null: none; same layout as the output (f32 kernels)
@@ -40,6 +42,8 @@ struct Epilogue {
   float act_alpha;  // LeakyRelu alpha, Clip min, HardSigmoid alpha
   float act_beta;   // Clip max, HardSigmoid beta
   int res_first;    // 1: add the residual before the activation (ResNet), 0: after
+  float clamp_lo;   // -inf: none
+  float clamp_hi;   // +inf: none
   int pad_;
 };
 
@@ -67,6 +71,9 @@ __device__ __forceinline__ float apply_epilogue(float acc, const Epilogue& ep, i
   if (ep.res_first) v += r;
   v = apply_act(v, ep.act, ep.act_alpha, ep.act_beta);
   if (!ep.res_first) v += r;
+  // Comparisons, not fminf/fmaxf: a NaN must pass through as the CPU's clamp lets it.
+  if (v < ep.clamp_lo) v = ep.clamp_lo;
+  if (v > ep.clamp_hi) v = ep.clamp_hi;
   return v;
 }
 

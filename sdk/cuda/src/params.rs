@@ -67,6 +67,10 @@ pub struct Epilogue {
     pub act_beta: f32,
     /// 1: residual added before the activation.
     pub res_first: i32,
+    /// Lower clamp after the activation (`-inf`: none).
+    pub clamp_lo: f32,
+    /// Upper clamp after the activation (`+inf`: none).
+    pub clamp_hi: f32,
     /// Padding.
     pub pad_: i32,
 }
@@ -84,6 +88,8 @@ impl Default for Epilogue {
             act_alpha: 0.0,
             act_beta: 0.0,
             res_first: 1,
+            clamp_lo: f32::NEG_INFINITY,
+            clamp_hi: f32::INFINITY,
             pad_: 0,
         }
     }
@@ -644,9 +650,10 @@ mod tests {
     fn layouts_match_the_cuda_structs() {
         // Sizes and offsets the C rules give the structs in kernels/cuda (all fields are
         // 8-byte pointers/i64 first, then 4-byte ints/floats).
-        assert_eq!(size_of::<Epilogue>(), 3 * 8 + 8 * 4);
+        assert_eq!(size_of::<Epilogue>(), 3 * 8 + 10 * 4);
         assert_eq!(offset_of!(Epilogue, bias_mode), 24);
         assert_eq!(offset_of!(Epilogue, res_first), 48);
+        assert_eq!(offset_of!(Epilogue, clamp_hi), 56);
         assert_eq!(size_of::<GemmParams>(), 11 * 8);
         assert_eq!(size_of::<QGemmParams>(), 7 * 8 + 4 * 4);
         assert_eq!(offset_of!(QGemmParams, scale_a), 56);
@@ -659,7 +666,21 @@ mod tests {
         // The C field order, checked against the header text.
         let common = edgert_kernels::HEADERS.iter().find(|h| h.0 == "common.cuh").unwrap().1;
         let ep = &common[common.find("struct Epilogue {").unwrap()..];
-        let order = ["bias;", "residual;", "residual_h;", "bias_mode;", "act;", "alpha;", "beta;", "act_alpha;"];
+        let order = [
+            "bias;",
+            "residual;",
+            "residual_h;",
+            "bias_mode;",
+            "act;",
+            "alpha;",
+            "beta;",
+            "act_alpha;",
+            "act_beta;",
+            "res_first;",
+            "clamp_lo;",
+            "clamp_hi;",
+            "pad_;",
+        ];
         let pos: Vec<usize> = order.iter().map(|f| ep.find(f).unwrap()).collect();
         assert!(pos.windows(2).all(|w| w[0] < w[1]), "Epilogue field order differs from common.cuh");
     }

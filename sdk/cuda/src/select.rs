@@ -322,8 +322,7 @@ fn select_node(graph: &Graph, plan: &Plan, node: &Node, outputs: &[usize]) -> Se
                     other => return unsupported(format!("the fused activation {other:?}")),
                 };
                 if let Some((lo, hi)) = edgert_core::ops::fused::fused_conv::parse_clamp(attrs)? {
-                    // Not in the CUDA epilogue yet: the node runs on the CPU (reported) or fails.
-                    return unsupported(format!("a clamp [{lo}, {hi}] after the fused activation"));
+                    (epilogue.clamp_lo, epilogue.clamp_hi) = (lo, hi);
                 }
                 epilogue.act = act as i32;
                 epilogue.act_alpha = a;
@@ -603,10 +602,10 @@ mod tests {
         assert_eq!((fb[0].0, fb[0].1), ("top", "TopK"));
     }
 
-    /// A clamp after the activation (Max with a constant, fused on the CPU) is not in the
-    /// CUDA epilogue: the node is named as unsupported, not run without its clamp.
+    /// A clamp after the activation (a Max with a constant, fused by the engine passes) goes
+    /// into the CUDA epilogue's clamp bounds.
     #[test]
-    fn fused_clamp_is_reported_unsupported() {
+    fn fused_clamp_goes_into_the_conv_epilogue() {
         let mut g = graph(false);
         let relu_out = g.nodes[1].outputs[0].expect("relu output");
         let lo = g.add_constant("lo", Tensor::scalar_f32(0.05));
@@ -619,8 +618,13 @@ mod tests {
         let g = &engine.graph;
         assert!(!g.nodes.iter().any(|n| n.op_type == "Max"), "Max was fused: {:?}", g.op_counts());
         let plan = edgert_core::plan::plan(g, &HashMap::new()).unwrap();
-        let e = select(g, &plan, SelectOptions::default()).unwrap_err().to_string();
-        assert!(e.contains("clamp [0.05, inf]"), "{e}");
+        let ks = select(g, &plan, SelectOptions::default()).unwrap();
+        let ep = ks.iter().find_map(|k| match k {
+            StepKernel::Conv { epilogue, .. } => Some(*epilogue),
+            _ => None,
+        });
+        let ep = ep.expect("a Conv kernel");
+        assert_eq!((ep.act, ep.clamp_lo, ep.clamp_hi), (Act::Relu as i32, 0.05, f32::INFINITY));
     }
 
     #[test]

@@ -92,6 +92,14 @@ fn conv_direct_depthwise_igemm() {
     check("Conv", gd, &[("x", &[2, 6, 13, 13])], &[("w", &[4, 3, 3, 3])], 4);
     // A large GEMM-shaped conv (K = 64, C*R*S = 1026 / ~).
     check("Conv", Attrs::new(), &[("x", &[2, 114, 7, 13])], &[("w", &[65, 114, 3, 3])], 5);
+    // The fused epilogue with a clamp after the activation (the speech embedding's
+    // Max(LeakyRelu(x), -0.4), here bounded on both sides).
+    let fused = pad1()
+        .with("activation", Attr::String(b"LeakyRelu".to_vec()))
+        .with("alpha", Attr::Float(0.2))
+        .with("clamp_min", Attr::Float(-0.1))
+        .with("clamp_max", Attr::Float(0.3));
+    check("edgert.FusedConv", fused, &[("x", &[2, 13, 7, 13])], &[("w", &[7, 13, 3, 3]), ("b", &[7])], 6);
 }
 
 #[test]
