@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""INT8 accuracy of the BlazeFace models: calibrate on crops of the bundled photos, build an
-INT8 engine with `edgert build --precision int8`, run `facedetect` with the FP32 model and
-the INT8 engine on the bundled face clip, and compare the detections frame by frame
-(issue 4's target: boxes within IoU >= 0.9 of FP32's, scores within 0.05) and against the
-clip's ground truth.
+"""INT8 (or FP16, or `best`) accuracy of the BlazeFace models: calibrate on crops of the
+bundled photos, build an engine with `edgert build --precision P`, run `facedetect` with
+the FP32 model and that engine on the bundled face clip, and compare the detections frame by
+frame (issue 4's target: boxes within IoU >= 0.9 of FP32's, scores within 0.05) and against
+the clip's ground truth. The columns say "int8" for whichever precision was built.
 
 Calibration and test data are disjoint: calibration uses random crops of
 models/images/{astronaut,coffee,camera}.png; the test is models/video/faces.mp4 (the
 astronaut's face moving and scaled over the coffee photo, with face-free frames).
 
-Usage: tests/bench/int8_accuracy.py [--method minmax|entropy|percentile:P] [--keep DIR]
+Usage: tests/bench/int8_accuracy.py [--method minmax|entropy|percentile:P]
+       [--precision int8|fp16|best] [--max-error E] [--keep DIR]
 Needs target/release/{edgert,facedetect} and the .venv (Pillow).
 """
 
@@ -110,6 +111,8 @@ def compare(name: str, fp32: dict, int8: dict, truth: dict) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--method", default="minmax", help="calibration method (minmax, entropy, percentile:P)")
+    ap.add_argument("--precision", default="int8", choices=["int8", "fp16", "best"], help="precision to build")
+    ap.add_argument("--max-error", default="0.02", help="error budget of --precision best")
     ap.add_argument("--keep", type=Path, help="keep engines, caches and detections in this folder")
     args = ap.parse_args()
     for exe in (EDGERT, FACEDETECT):
@@ -126,21 +129,27 @@ def main() -> int:
     rows = []
     for name in ("blazeface_short", "blazeface_full"):
         onnx = ROOT / f"models/{name}.onnx"
-        engine = work / f"{name}_int8.edgert"
-        subprocess.run(
-            [str(EDGERT), "build", str(onnx), "-o", str(engine), "--precision", "int8", "--calib", str(calib),
-             "--calib-mean", "127.5", "--calib-std", "127.5", "--calib-method", args.method,
-             "--calib-cache", str(work / f"{name}_{args.method.replace(':', '_')}.calib"),
-             # Every convolution in INT8, even where f32 is faster on this CPU: this measures
-             # INT8's accuracy, not the speed choice.
-             "--int8-all"],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        engine = work / f"{name}_{args.precision}.edgert"
+        cmd = [str(EDGERT), "build", str(onnx), "-o", str(engine), "--precision", args.precision]
+        if args.precision != "fp16":
+            cmd += ["--calib", str(calib), "--calib-mean", "127.5", "--calib-std", "127.5",
+                    "--calib-method", args.method,
+                    "--calib-cache", str(work / f"{name}_{args.method.replace(':', '_')}.calib")]
+        if args.precision == "int8":
+            # Every convolution in INT8, even where f32 is faster on this CPU: this measures
+            # INT8's accuracy, not the speed choice.
+            cmd.append("--int8-all")
+        if args.precision == "best":
+            cmd += ["--max-error", args.max_error]
+        built = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
+        summary = [l for l in built.stdout.splitlines() if l.startswith(("precision:", "best:"))]
         fp32 = detect(onnx, work / f"{name}_fp32.jsonl")
-        int8 = detect(engine, work / f"{name}_int8.jsonl")
-        rows.append(compare(name, fp32, int8, truth))
-    print(f"calibration: {args.method}, 32 crops of the bundled photos; test: {CLIP.name}")
+        int8 = detect(engine, work / f"{name}_{args.precision}.jsonl")
+        row = compare(name, fp32, int8, truth)
+        row["precision"] = args.precision
+        row["build"] = " / ".join(summary)
+        rows.append(row)
+    print(f"{args.precision}; calibration: {args.method}, 32 crops of the bundled photos; test: {CLIP.name}")
     for r in rows:
         print(json.dumps(r))
     return 0
