@@ -31,7 +31,9 @@ CLIP = ROOT / "models/video/faces.mp4"
 TRUTH = ROOT / "models/video/faces.json"
 
 
-def make_calibration_images(out: Path, n: int = 32, seed: int = 7) -> None:
+def crops(n: int, seed: int, size: int, flips: bool = True):
+    """`n` random square crops of the bundled photos, resized to `size`, half of them
+    mirrored when `flips` (shared with precision_error.py)."""
     rng = random.Random(seed)
     imgs = [Image.open(ROOT / f"models/images/{name}.png").convert("RGB") for name in ("astronaut", "coffee", "camera")]
     for i in range(n):
@@ -40,9 +42,14 @@ def make_calibration_images(out: Path, n: int = 32, seed: int = 7) -> None:
         s = rng.uniform(0.35, 1.0)
         cw, ch = int(w * s), int(h * s)
         x, y = rng.randint(0, w - cw), rng.randint(0, h - ch)
-        crop = im.crop((x, y, x + cw, y + ch)).resize((256, 256))
-        if rng.random() < 0.5:
+        crop = im.crop((x, y, x + cw, y + ch)).resize((size, size))
+        if flips and rng.random() < 0.5:
             crop = crop.transpose(Image.FLIP_LEFT_RIGHT)
+        yield crop
+
+
+def make_calibration_images(out: Path, n: int = 32, seed: int = 7) -> None:
+    for i, crop in enumerate(crops(n, seed, 256)):
         crop.save(out / f"{i:03d}.png")
 
 

@@ -16,7 +16,6 @@ models/generated/resnet50.onnx (models/make_resnet50.py).
 
 import argparse
 import json
-import random
 import re
 import statistics
 import subprocess
@@ -25,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from int8_accuracy import crops
 
 ROOT = Path(__file__).resolve().parents[2]
 EDGERT = ROOT / "target/release/edgert"
@@ -36,18 +35,6 @@ MODELS = {
     "blazeface_full": ("models/blazeface_full.onnx", "input", 192, 127.5, 127.5),
     "resnet50": ("models/generated/resnet50.onnx", "input", 224, 127.5, 64.0),
 }
-
-
-def crops(n: int, seed: int, size: int):
-    rng = random.Random(seed)
-    imgs = [Image.open(ROOT / f"models/images/{name}.png").convert("RGB") for name in ("astronaut", "coffee", "camera")]
-    for i in range(n):
-        im = imgs[i % len(imgs)]
-        w, h = im.size
-        s = rng.uniform(0.35, 1.0)
-        cw, ch = int(w * s), int(h * s)
-        x, y = rng.randint(0, w - cw), rng.randint(0, h - ch)
-        yield im.crop((x, y, x + cw, y + ch)).resize((size, size))
 
 
 def run(cmd) -> str:
@@ -86,10 +73,10 @@ def main() -> int:
         d = work / name
         calib = d / "calib"
         calib.mkdir(parents=True)
-        for i, im in enumerate(crops(32, 7, size)):
+        for i, im in enumerate(crops(32, 7, size, flips=False)):
             im.save(calib / f"{i:03d}.png")
         tests = []
-        for i, im in enumerate(crops(8, 99, size)):
+        for i, im in enumerate(crops(8, 99, size, flips=False)):
             x = ((np.asarray(im, dtype=np.float32) - mean) / std).transpose(2, 0, 1)[None]
             p = d / f"test{i}.npy"
             np.save(p, np.ascontiguousarray(x))

@@ -318,12 +318,7 @@ fn choose_timed(
             }
             None => format!("no faster version: {}; {}", v.int8_report[i].reason, v.fp16_report[i].reason),
         };
-        report.push(LayerPrecision {
-            node: node.name.clone(),
-            op_type: node.op_type.clone(),
-            precision: choice[i].name().into(),
-            reason,
-        });
+        report.push(LayerPrecision::of(node, choice[i].name(), reason));
     }
     Ok((v.mix(&choice, true)?, report, total))
 }

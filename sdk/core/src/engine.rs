@@ -218,6 +218,20 @@ pub enum Int8Scales<'a> {
     },
 }
 
+impl Int8Scales<'_> {
+    /// The scales for the optimized `graph`: the cache, or calibrated now on the inputs
+    /// of the convolutions INT8 could run.
+    fn resolve(self, graph: &Graph) -> Result<CalibrationCache> {
+        match self {
+            Int8Scales::Cache(c) => Ok(c),
+            Int8Scales::Calibrate { samples, method, threads, progress } => {
+                let wanted = passes::quantize_int8::int8_inputs(graph);
+                Ok(collect(graph, &wanted, samples, threads, progress)?.cache(method))
+            }
+        }
+    }
+}
+
 /// An optimized model with its weights.
 #[derive(Debug)]
 pub struct Engine {
@@ -254,13 +268,7 @@ impl Engine {
         options: &Int8Options,
     ) -> Result<(Engine, CalibrationCache)> {
         let mut report = optimize(&mut graph)?;
-        let cache = match scales {
-            Int8Scales::Cache(c) => c,
-            Int8Scales::Calibrate { samples, method, threads, progress } => {
-                let wanted = passes::quantize_int8::int8_inputs(&graph);
-                collect(&graph, &wanted, samples, threads, progress)?.cache(method)
-            }
-        };
+        let cache = scales.resolve(&graph)?;
         let before = options.only_faster.then(|| graph.clone());
         let mut layers = passes::quantize_int8(&mut graph, &cache)?;
         if let Some(before) = before {
@@ -299,13 +307,7 @@ impl Engine {
         options: &crate::best::BestOptions,
     ) -> Result<(Engine, CalibrationCache)> {
         let mut report = optimize(&mut graph)?;
-        let cache = match scales {
-            Int8Scales::Cache(c) => c,
-            Int8Scales::Calibrate { samples, method, threads, progress } => {
-                let wanted = passes::quantize_int8::int8_inputs(&graph);
-                collect(&graph, &wanted, samples, threads, progress)?.cache(method)
-            }
-        };
+        let cache = scales.resolve(&graph)?;
         let (graph, layers, error) = crate::best::choose(graph, shapes, &cache, error_samples, options)?;
         for p in ["int8", "fp16"] {
             report.push((format!("best: {p} layers"), layers.iter().filter(|l| l.precision == p).count()));

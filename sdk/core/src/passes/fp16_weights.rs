@@ -61,13 +61,7 @@ pub fn fp16_weights(graph: &mut Graph) -> Result<Vec<LayerPrecision>> {
             }
             Err(reason) => ("fp32", reason),
         };
-        let node = &graph.nodes[i];
-        report.push(LayerPrecision {
-            node: node.name.clone(),
-            op_type: node.op_type.clone(),
-            precision: precision.into(),
-            reason,
-        });
+        report.push(LayerPrecision::of(&graph.nodes[i], precision, reason));
     }
     Ok(report)
 }

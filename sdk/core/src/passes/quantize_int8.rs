@@ -37,6 +37,13 @@ pub struct LayerPrecision {
     pub reason: String,
 }
 
+impl LayerPrecision {
+    /// The report line of `node` after a pass.
+    pub fn of(node: &crate::graph::Node, precision: &str, reason: String) -> LayerPrecision {
+        LayerPrecision { node: node.name.clone(), op_type: node.op_type.clone(), precision: precision.into(), reason }
+    }
+}
+
 /// Whether node `i` is a convolution the pass could quantize, given a scale for its input:
 /// `Ok(x)` with the input value, or `Err(reason)` to stay in f32.
 pub fn int8_candidate(graph: &Graph, i: usize) -> std::result::Result<ValueId, String> {
@@ -95,13 +102,7 @@ pub fn quantize_int8(graph: &mut Graph, scales: &CalibrationCache) -> Result<Vec
             }
             Err(reason) => ("fp32", reason),
         };
-        let node = &graph.nodes[i];
-        report.push(LayerPrecision {
-            node: node.name.clone(),
-            op_type: node.op_type.clone(),
-            precision: precision.into(),
-            reason,
-        });
+        report.push(LayerPrecision::of(&graph.nodes[i], precision, reason));
     }
     Ok(report)
 }
