@@ -71,7 +71,12 @@ fn steady_state_run_allocates_nothing() {
             threads: 1,
             progress: &mut |_| {},
         },
-        &Int8Options { only_faster: false, threads: 1 },
+        &Int8Options {
+            only_faster: false,
+            threads: 1,
+            // 7 bits on AVX2 without VNNI: the zero-allocation check covers that kernel too.
+            weight_bits: edgert_core::passes::quantize_int8::default_weight_bits(),
+        },
     )
     .expect("int8 engine");
     assert!(engine.graph.nodes.iter().any(|n| n.op_type == "edgert.QConv"), "no INT8 layer");

@@ -63,6 +63,8 @@ pub struct BestOptions {
     pub max_error: f32,
     /// Threads the timing and error runs use (those the engine will run with).
     pub threads: usize,
+    /// Bits of INT8 weights (see [`crate::engine::Int8Options::weight_bits`]).
+    pub weight_bits: u32,
 }
 
 /// What the build learnt about one candidate layer.
@@ -98,10 +100,10 @@ struct Versions {
 }
 
 impl Versions {
-    fn new(graph: Graph, scales: &CalibrationCache) -> Result<Versions> {
+    fn new(graph: Graph, scales: &CalibrationCache, weight_bits: u32) -> Result<Versions> {
         let mut graph = graph;
         let fp32 = graph.nodes.clone();
-        let int8_report = passes::quantize_int8(&mut graph, scales)?;
+        let int8_report = passes::quantize_int8(&mut graph, scales, weight_bits)?;
         let int8 = std::mem::replace(&mut graph.nodes, fp32.clone());
         let fp16_report = passes::fp16_weights(&mut graph)?;
         let fp16 = std::mem::replace(&mut graph.nodes, fp32.clone());
@@ -218,7 +220,7 @@ pub(crate) fn choose(
         invalid!("the error budget must be a number >= 0, got {}", options.max_error);
     }
     let meter = ErrorMeter::new(&graph, error_samples, options.threads)?;
-    let v = Versions::new(graph, scales)?;
+    let v = Versions::new(graph, scales, options.weight_bits)?;
     let empty = HashMap::new();
     let shapes = shapes.unwrap_or(&empty);
     // Every layer in one precision (where it has that version), planned, for the timings.
@@ -360,7 +362,7 @@ mod tests {
     }
 
     fn setup_of(net: fn() -> Graph) -> (Versions, Vec<Sample>) {
-        let all = Int8Options { only_faster: false, threads: 1 };
+        let all = Int8Options { only_faster: false, threads: 1, weight_bits: 8 };
         let calibrate = Int8Scales::Calibrate {
             samples: &mut samples(1, 6),
             method: Method::MinMax,
@@ -370,7 +372,7 @@ mod tests {
         let (_, cache) = Engine::build_int8(net(), None, calibrate, &all).unwrap();
         let graph = Engine::build(net(), None).unwrap().graph;
         let error_samples: Vec<Sample> = samples(3, 4).map(|s| s.unwrap()).collect();
-        (Versions::new(graph, &cache).unwrap(), error_samples)
+        (Versions::new(graph, &cache, 8).unwrap(), error_samples)
     }
 
     /// Fake timings: `order` from fastest to slowest, 1 ms apart.
@@ -456,7 +458,7 @@ mod tests {
 
     #[test]
     fn build_best_runs_reports_and_round_trips() {
-        let options = BestOptions { max_error: 0.05, threads: 1 };
+        let options = BestOptions { max_error: 0.05, threads: 1, weight_bits: 8 };
         let error_samples: Vec<Sample> = samples(3, 2).map(|s| s.unwrap()).collect();
         let calibrate = Int8Scales::Calibrate {
             samples: &mut samples(1, 4),
@@ -477,7 +479,7 @@ mod tests {
         ctx.set_input("x", &x).unwrap();
         ctx.run().unwrap();
         // Errors are clear: no samples, or a budget that is not a number.
-        let no = BestOptions { max_error: f32::NAN, threads: 1 };
+        let no = BestOptions { max_error: f32::NAN, threads: 1, weight_bits: 8 };
         let cache = Int8Scales::Cache(CalibrationCache { method: Method::MinMax, scales: Default::default() });
         let e = Engine::build_best(net(), None, cache, &error_samples, &no).unwrap_err();
         assert!(e.to_string().contains("error budget"), "{e}");

@@ -147,6 +147,10 @@ pub struct Int8Options {
     pub only_faster: bool,
     /// Threads the timing runs use (those the engine will run with).
     pub threads: usize,
+    /// Bits of the quantized weights: 8, or 7 for the AVX2 `vpmaddubsw` kernel (twice the
+    /// products per instruction of the exact 8-bit AVX2 kernel); see
+    /// [`passes::quantize_int8::default_weight_bits`].
+    pub weight_bits: u32,
 }
 
 /// Times every INT8 layer of `quantized` against the same node of `before` (the graph the
@@ -270,7 +274,7 @@ impl Engine {
         let mut report = optimize(&mut graph)?;
         let cache = scales.resolve(&graph)?;
         let before = options.only_faster.then(|| graph.clone());
-        let mut layers = passes::quantize_int8(&mut graph, &cache)?;
+        let mut layers = passes::quantize_int8(&mut graph, &cache, options.weight_bits)?;
         if let Some(before) = before {
             keep_faster(&before, &mut graph, &mut layers, shapes, options.threads)?;
         }

@@ -6,11 +6,12 @@
 //! (residual, activation) is applied to each tile while it is in cache.
 //!
 //! The INT8 micro-kernels (`gemm_i8`) multiply unsigned bytes (A) by signed ones (B), so
-//! the operands are shifted: A holds `w + 128` (in 1..=255) and B holds `xq - 128` (the
-//! uint8 activation re-centred to int8). With `xs = xq - 128`,
-//! `sum (w + 128) * xs = sum w * xs + 128 * sum xs`, and the wanted
+//! the operands are shifted: A holds `w + S` (S = 128, in 1..=255; or S = 64 for 7-bit
+//! weights, in 1..=127, which the faster `vpmaddubsw` kernel needs) and B holds `xq - 128`
+//! (the uint8 activation re-centred to int8). With `xs = xq - 128`,
+//! `sum (w + S) * xs = sum w * xs + S * sum xs`, and the wanted
 //! `sum w * (xq - zero) = sum w * xs - (zero - 128) * sum w`, so each accumulator is
-//! corrected by `- 128 * colsum(xs)[pos] - (zero - 128) * rowsum(w)[m]`: exact int32.
+//! corrected by `- S * colsum(xs)[pos] - (zero - 128) * rowsum(w)[m]`: exact int32.
 //!
 //! Activations stay f32 between layers (only the multiply-accumulate work is int8); a fully
 //! int8 data flow, with uint8 tensors between quantized layers, is not built yet.
@@ -41,8 +42,9 @@ pub fn quantize_u8(v: f32, scale: f32, zero: i32) -> u8 {
     ((r as i32) + zero).clamp(0, 255) as u8
 }
 
-/// Weights prepared once for a kernel: `w + 128` as bytes, each row zero-weight padded
-/// (128) to a whole number of K groups, and each row's sum of `w`.
+/// Weights prepared once for a kernel: `w + shift` as bytes (`I8Kernel::weight_shift`: 128,
+/// or 64 for 7-bit weights), each row zero-weight padded (`shift`) to a whole number of K
+/// groups, and each row's sum of `w`.
 #[derive(Clone, Debug)]
 pub struct PreparedWeights {
     /// The kernel this layout is for.
@@ -59,11 +61,13 @@ impl PreparedWeights {
     /// Prepares `w` (`m` rows of `k` int8 values).
     pub fn new(kernel: I8Kernel, w: &[i8], m: usize, k: usize) -> PreparedWeights {
         let k_pad = k.next_multiple_of(kernel.kpack).max(kernel.kpack);
-        let mut rows = vec![128u8; m * k_pad];
+        let shift = kernel.weight_shift();
+        let mut rows = vec![shift as u8; m * k_pad];
         let mut row_sums = Vec::with_capacity(m);
         for (j, src) in w.chunks_exact(k.max(1)).take(m).enumerate() {
             for (d, &v) in rows[j * k_pad..j * k_pad + k].iter_mut().zip(src) {
-                *d = (v as i32 + 128) as u8;
+                debug_assert!(shift == 128 || (-63..=63).contains(&v), "7-bit kernel with weight {v}");
+                *d = (v as i32 + shift) as u8;
             }
             row_sums.push(src.iter().map(|&v| v as i32).sum());
         }
@@ -86,7 +90,7 @@ pub fn scratch_parts(p: &Conv2d, kernel: I8Kernel) -> (usize, usize, usize) {
 /// The most scratch any kernel kind needs (the planner asks before the kernel is known).
 pub fn scratch_bytes(p: &Conv2d) -> usize {
     use super::gemm_i8::I8Kind;
-    [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Portable]
+    [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Avx2U7, I8Kind::Portable]
         .into_iter()
         .map(|k| {
             let (x, b, s) = scratch_parts(p, I8Kernel::of(k));
@@ -220,20 +224,26 @@ fn pack_b(exec: &Exec, p: &Conv2d, kernel: I8Kernel, xs: &[u8], pad: i8, b: &mut
         let sum = unsafe { std::slice::from_raw_parts_mut(s_ptr.get().add(pi * nr), nr) };
         let valid = nr.min(np - pi * nr);
         let first = pi * nr;
-        // Window origin of each column; whether all columns lie in one output row (then
-        // each kernel row's taps are one run of the input row, strided by the stride).
-        let mut base_y = [0isize; NR_MAX];
-        let mut base_x = [0isize; NR_MAX];
-        for jj in 0..valid {
-            let col = first + jj;
-            base_y[jj] = (col / p.ow * p.stride[0]) as isize - p.pad[0] as isize;
-            base_x[jj] = (col % p.ow * p.stride[1]) as isize - p.pad[1] as isize;
+        // The panel's columns as runs that each lie in one output row: (first column, end,
+        // window origin row, window origin column). Each kernel tap then reads one strided
+        // stretch of one input row per run, padded at the ends.
+        let mut runs = [(0usize, 0usize, 0isize, 0isize); NR_MAX];
+        let mut n_runs = 0;
+        let mut jj = 0;
+        while jj < valid {
+            let (oy, ox) = ((first + jj) / p.ow, (first + jj) % p.ow);
+            let len = (p.ow - ox).min(valid - jj);
+            let origin_y = (oy * p.stride[0]) as isize - p.pad[0] as isize;
+            runs[n_runs] = (jj, jj + len, origin_y, (ox * p.stride[1]) as isize - p.pad[1] as isize);
+            n_runs += 1;
+            jj += len;
         }
-        let one_row = first % p.ow + valid <= p.ow;
         let sx = p.stride[1] as isize;
         let mut acc = [0i32; NR_MAX];
         // The kpack K rows of one group, `nr` columns each (zero past `valid` and past K).
         let mut rows = [[0i8; NR_MAX]; 4];
+        // The tap (channel, kernel row, kernel column) of K row `kk`, advanced row by row.
+        let (mut ci, mut ky, mut kx) = (0, 0, 0);
         for g in 0..k_pad / kp {
             for (t, row) in rows.iter_mut().enumerate().take(kp) {
                 let kk = g * kp + t;
@@ -241,36 +251,44 @@ fn pack_b(exec: &Exec, p: &Conv2d, kernel: I8Kernel, xs: &[u8], pad: i8, b: &mut
                     row.fill(0);
                     continue;
                 }
-                let (ci, ky, kx) = (kk / (p.kh * p.kw), kk / p.kw % p.kh, kk % p.kw);
                 let plane = &xs[ci * p.h * p.w..(ci + 1) * p.h * p.w];
                 let r = &mut row[..valid];
                 if pointwise {
                     copy_i8(r, &plane[first..first + valid]);
                 } else {
-                    let iy = base_y[0] + (ky * p.dilation[0]) as isize;
-                    let x0 = base_x[0] + (kx * p.dilation[1]) as isize;
-                    if one_row && (iy < 0 || iy >= h) {
-                        r.fill(pad);
-                    } else if one_row && x0 >= 0 && x0 + (valid as isize - 1) * sx < w {
-                        let at = (iy * w + x0) as usize;
-                        let line = &plane[at..at + (valid - 1) * sx as usize + 1];
+                    let (dy, dx) = ((ky * p.dilation[0]) as isize, (kx * p.dilation[1]) as isize);
+                    for &(j0, j1, origin_y, origin_x) in &runs[..n_runs] {
+                        let seg = &mut r[j0..j1];
+                        let iy = origin_y + dy;
+                        if iy < 0 || iy >= h {
+                            seg.fill(pad);
+                            continue;
+                        }
+                        // Columns `lo..hi` of the run read inside the input row.
+                        let (x0, n) = (origin_x + dx, seg.len() as isize);
+                        let lo = if x0 >= 0 { 0 } else { ((-x0 + sx - 1) / sx).min(n) };
+                        let hi = if x0 >= w { lo } else { ((w - 1 - x0) / sx + 1).clamp(lo, n) };
+                        let (lo, hi) = (lo as usize, hi as usize);
+                        seg[..lo].fill(pad);
+                        seg[hi..].fill(pad);
+                        let line = &plane[(iy * w) as usize..((iy + 1) * w) as usize];
+                        let start = (x0 + lo as isize * sx) as usize;
                         if sx == 1 {
-                            copy_i8(r, line);
+                            copy_i8(&mut seg[lo..hi], &line[start..start + (hi - lo)]);
                         } else {
-                            for (d, &v) in r.iter_mut().zip(line.iter().step_by(sx as usize)) {
+                            for (d, &v) in seg[lo..hi].iter_mut().zip(line[start..].iter().step_by(sx as usize)) {
                                 *d = v as i8;
                             }
                         }
-                    } else {
-                        let (dy, dx) = ((ky * p.dilation[0]) as isize, (kx * p.dilation[1]) as isize);
-                        for (jj, v) in r.iter_mut().enumerate() {
-                            let (iy, ix) = (base_y[jj] + dy, base_x[jj] + dx);
-                            *v = if iy >= 0 && iy < h && ix >= 0 && ix < w {
-                                plane[(iy * w + ix) as usize] as i8
-                            } else {
-                                pad
-                            };
-                        }
+                    }
+                }
+                kx += 1;
+                if kx == p.kw {
+                    kx = 0;
+                    ky += 1;
+                    if ky == p.kh {
+                        ky = 0;
+                        ci += 1;
                     }
                 }
                 for (a, &v) in acc.iter_mut().zip(r.iter()) {
@@ -303,6 +321,28 @@ fn store_group(out: &mut [u8], g: usize, nr: usize, kp: usize, wb: usize, rows: 
             for (j, pair) in o.chunks_exact_mut(4).enumerate() {
                 pair[..2].copy_from_slice(&(rows[0][j] as i16).to_le_bytes());
                 pair[2..].copy_from_slice(&(rows[1][j] as i16).to_le_bytes());
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        (4, 1) if nr.is_multiple_of(16) => {
+            // A 4 x 16 byte transpose per 16 columns, in SSE2 (every x86-64 has it): the
+            // scalar loop below was a third of an INT8 ResNet-50 run.
+            use std::arch::x86_64::*;
+            let o = &mut out[at..at + nr * 4];
+            for (c, chunk) in o.chunks_exact_mut(64).enumerate() {
+                // SAFETY: SSE2 is baseline on x86-64; rows have NR_MAX >= c * 16 + 16 bytes,
+                // and `chunk` has 64.
+                unsafe {
+                    let r = |t: usize| _mm_loadu_si128(rows[t][c * 16..].as_ptr() as *const __m128i);
+                    let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
+                    let (a_lo, a_hi) = (_mm_unpacklo_epi8(r0, r1), _mm_unpackhi_epi8(r0, r1));
+                    let (b_lo, b_hi) = (_mm_unpacklo_epi8(r2, r3), _mm_unpackhi_epi8(r2, r3));
+                    let p = chunk.as_mut_ptr() as *mut __m128i;
+                    _mm_storeu_si128(p, _mm_unpacklo_epi16(a_lo, b_lo));
+                    _mm_storeu_si128(p.add(1), _mm_unpackhi_epi16(a_lo, b_lo));
+                    _mm_storeu_si128(p.add(2), _mm_unpacklo_epi16(a_hi, b_hi));
+                    _mm_storeu_si128(p.add(3), _mm_unpackhi_epi16(a_hi, b_hi));
+                }
             }
         }
         (4, 1) => {
@@ -350,6 +390,7 @@ fn gemm_rows(
     let row_tasks = m.div_ceil(ROWS_PER_TASK);
     let col_tasks = panels.div_ceil(PANELS_PER_TASK);
     let centre = q.x_zero - 128;
+    let shift = kern.weight_shift();
     let y_ptr = SyncPtr(y.as_mut_ptr());
     let task = |t: usize| {
         let (rt, ct) = (t / col_tasks, t % col_tasks);
@@ -385,7 +426,7 @@ fn gemm_rows(
                     let acc = &tile[i * nr..i * nr + cols];
                     let o = &mut out[i * np..i * np + cols];
                     for ((o, &a), &s) in o.iter_mut().zip(acc).zip(colsum) {
-                        let v = a.wrapping_sub(s.wrapping_mul(128)).wrapping_sub(row_fix).wrapping_add(bias);
+                        let v = a.wrapping_sub(s.wrapping_mul(shift)).wrapping_sub(row_fix).wrapping_add(bias);
                         *o = v as f32 * mult;
                     }
                 }

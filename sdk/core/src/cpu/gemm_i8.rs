@@ -34,6 +34,9 @@ pub enum I8Kind {
     Vnni512,
     /// AVX2 4x16, int16 weights, 2 K per lane.
     Avx2,
+    /// AVX2 4x16 for A bytes of at most 127 (`vpmaddubsw`), int8 B, 4 K per lane: only for
+    /// `conv_i8` with 7-bit weights (see [`I8Kernel::for_conv_weights`]).
+    Avx2U7,
     /// Portable 4x16, int8 weights, 4 K per lane.
     Portable,
 }
@@ -91,6 +94,7 @@ impl I8Kernel {
         match kind {
             I8Kind::Vnni512 => I8Kernel { kind, mr: 8, nr: 32, kpack: 4, wbytes: 1 },
             I8Kind::Avx2 => I8Kernel { kind, mr: 4, nr: 16, kpack: 2, wbytes: 2 },
+            I8Kind::Avx2U7 => I8Kernel { kind, mr: 4, nr: 16, kpack: 4, wbytes: 1 },
             I8Kind::Portable => I8Kernel { kind, mr: 4, nr: 16, kpack: 4, wbytes: 1 },
         }
     }
@@ -100,9 +104,9 @@ impl I8Kernel {
         match kind {
             I8Kind::Vnni512 => vnni_supported(),
             #[cfg(target_arch = "x86_64")]
-            I8Kind::Avx2 => is_x86_feature_detected!("avx2"),
+            I8Kind::Avx2 | I8Kind::Avx2U7 => is_x86_feature_detected!("avx2"),
             #[cfg(not(target_arch = "x86_64"))]
-            I8Kind::Avx2 => false,
+            I8Kind::Avx2 | I8Kind::Avx2U7 => false,
             I8Kind::Portable => true,
         }
     }
@@ -113,8 +117,25 @@ impl I8Kernel {
             I8Kind::Vnni512 => super::gemm_i8_x86::kernel_vnni_8x32,
             #[cfg(target_arch = "x86_64")]
             I8Kind::Avx2 => super::gemm_i8_x86::kernel_avx2_x16::<4>,
+            #[cfg(target_arch = "x86_64")]
+            I8Kind::Avx2U7 => super::gemm_i8_x86::kernel_avx2_u7_x16::<4>,
             _ => kernel_portable_4x16,
         }
+    }
+
+    /// The kernel for `conv_i8`, whose A operand is the weights shifted to unsigned: where
+    /// the ISA's kernel is the AVX2 one and every weight is within [-63, 63] (7-bit
+    /// weights, `quant::weights::quantize_per_channel` with `qmax` 63), the faster
+    /// [`I8Kind::Avx2U7`]; otherwise [`I8Kernel::for_isa`].
+    pub fn for_conv_weights(isa: Isa, fits_7_bits: bool) -> I8Kernel {
+        let k = I8Kernel::for_isa(isa);
+        if k.kind == I8Kind::Avx2 && fits_7_bits { I8Kernel::of(I8Kind::Avx2U7) } else { k }
+    }
+
+    /// What `conv_i8` adds to each weight to make A unsigned: 64 for [`I8Kind::Avx2U7`]
+    /// (7-bit weights into 1..=127), 128 otherwise.
+    pub fn weight_shift(&self) -> i32 {
+        if self.kind == I8Kind::Avx2U7 { 64 } else { 128 }
     }
 }
 
@@ -280,6 +301,8 @@ pub fn gemm_u8s8(
     }
     let kern = b.kernel;
     assert!(I8Kernel::supported(kern.kind), "kernel {:?} is not supported by this CPU", kern.kind);
+    // Its A operand must stay within 7 bits; here A is the activations (0..=255).
+    assert!(kern.kind != I8Kind::Avx2U7, "the 7-bit kernel is for conv_i8's weights only");
     assert!(k == 0 || a.len() >= (m - 1) * lda + k, "A too small");
     assert!(out.len() >= (m - 1) * ldc + n, "C too small");
     assert!(ep.mult.len() == 1 || ep.mult.len() == n, "one multiplier, or one per column");

@@ -234,3 +234,26 @@ fn bench_gemm_i8_vs_f32() {
         println!("f32 {isa}: {:.2} ms, {:.1} GFLOPS", s * 1e3, ops / s / 1e9);
     }
 }
+
+/// The 7-bit kernel at its extremes (A bytes 127, B bytes -128 and 127, K 1026 with a
+/// remainder group): `vpmaddubsw`'s int16 pair sums reach ±32512 and must not saturate.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn seven_bit_kernel_at_its_extremes_is_exact() {
+    if !I8Kernel::supported(I8Kind::Avx2U7) {
+        eprintln!("skipped: no AVX2");
+        return;
+    }
+    let kern = I8Kernel::of(I8Kind::Avx2U7);
+    let (mr, nr, kg) = (kern.mr, kern.nr, 1026usize.div_ceil(4));
+    for (av, bv) in [(127u8, -128i8), (127, 127), (1, -128), (127, 0)] {
+        let rows = vec![vec![av; kg * 4]; mr];
+        let ptrs: Vec<*const u8> = rows.iter().map(|r| r.as_ptr()).collect();
+        let b = vec![bv as u8; kg * 4 * nr];
+        let mut c = vec![7i32; mr * nr];
+        // SAFETY: mr row pointers of kg * 4 bytes, kg groups of nr * 4 B bytes, an mr x nr tile.
+        unsafe { (kern.func())(kg, ptrs.as_ptr(), b.as_ptr(), c.as_mut_ptr(), nr, true) };
+        let want = 7 + av as i32 * bv as i32 * (kg * 4) as i32;
+        assert!(c.iter().all(|&v| v == want), "a {av} b {bv}: {} vs {want}", c[0]);
+    }
+}

@@ -113,3 +113,53 @@ pub unsafe fn kernel_avx2_x16<const MR: usize>(
         }
     }
 }
+
+/// AVX2 `MR`x16 tile for 7-bit A (every A byte at most 127: `conv_i8`'s weights in
+/// [-63, 63] shifted by 64), exact: per group of 4 K values, one broadcast of 4 A bytes per
+/// row, and per 8 columns `vpmaddubsw` (u8 x s8, pairs summed into int16: at most
+/// 2 * 127 * 128 = 32512, so never saturating) then `vpmaddwd` by ones (int16 pairs into
+/// int32). Twice the products per instruction of [`kernel_avx2_x16`], whose int16 B
+/// operand needs a widening shuffle per row.
+///
+/// # Safety
+/// The CPU must have AVX2; pointers as for [`super::gemm_i8::I8KernelFn`] (mr `MR`, nr 16,
+/// kpack 4, int8 B); every A byte must be at most 127 (else sums saturate: wrong, not UB).
+#[target_feature(enable = "avx2")]
+pub unsafe fn kernel_avx2_u7_x16<const MR: usize>(
+    kg: usize,
+    a: *const *const u8,
+    b: *const u8,
+    c: *mut i32,
+    ldc: usize,
+    acc_in: bool,
+) {
+    unsafe {
+        let r: [*const u8; MR] = std::array::from_fn(|i| *a.add(i));
+        let mut acc = [[_mm256_setzero_si256(); 2]; MR];
+        let ones = _mm256_set1_epi16(1);
+        let mut bp = b;
+        for g in 0..kg {
+            let b0 = _mm256_loadu_si256(bp as *const __m256i);
+            let b1 = _mm256_loadu_si256(bp.add(32) as *const __m256i);
+            for i in 0..MR {
+                let av = _mm256_set1_epi32((r[i].add(4 * g) as *const i32).read_unaligned());
+                let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones);
+                let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones);
+                acc[i][0] = _mm256_add_epi32(acc[i][0], p0);
+                acc[i][1] = _mm256_add_epi32(acc[i][1], p1);
+            }
+            bp = bp.add(64);
+        }
+        for (i, row) in acc.iter().enumerate() {
+            let cp = c.add(i * ldc) as *mut __m256i;
+            let cp1 = c.add(i * ldc + 8) as *mut __m256i;
+            if acc_in {
+                _mm256_storeu_si256(cp, _mm256_add_epi32(_mm256_loadu_si256(cp), row[0]));
+                _mm256_storeu_si256(cp1, _mm256_add_epi32(_mm256_loadu_si256(cp1), row[1]));
+            } else {
+                _mm256_storeu_si256(cp, row[0]);
+                _mm256_storeu_si256(cp1, row[1]);
+            }
+        }
+    }
+}

@@ -7,6 +7,13 @@
 /// `scale[c] = max|w[c]| / 127` (1 for an all-zero row) and
 /// `q = clamp(round_half_even(w / scale[c]), -127, 127)`. Returns (values, scales).
 pub fn quantize_per_channel(w: &[f32], channels: usize) -> (Vec<i8>, Vec<f32>) {
+    quantize_per_channel_bits(w, channels, 8)
+}
+
+/// As [`quantize_per_channel`] with `bits` of precision (2..=8): `qmax = 2^(bits-1) - 1`
+/// replaces 127 (7 bits: [-63, 63], for the AVX2 `vpmaddubsw` convolution kernel).
+pub fn quantize_per_channel_bits(w: &[f32], channels: usize, bits: u32) -> (Vec<i8>, Vec<f32>) {
+    let qmax = ((1i32 << (bits.clamp(2, 8) - 1)) - 1) as f32;
     if channels == 0 {
         return (Vec::new(), Vec::new());
     }
@@ -15,9 +22,9 @@ pub fn quantize_per_channel(w: &[f32], channels: usize) -> (Vec<i8>, Vec<f32>) {
     let mut scales = Vec::with_capacity(channels);
     for row in w.chunks(per.max(1)).take(channels) {
         let amax = row.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let s = if amax > 0.0 && amax.is_finite() { amax / 127.0 } else { 1.0 };
+        let s = if amax > 0.0 && amax.is_finite() { amax / qmax } else { 1.0 };
         scales.push(s);
-        q.extend(row.iter().map(|&v| (v / s).round_ties_even().clamp(-127.0, 127.0) as i8));
+        q.extend(row.iter().map(|&v| (v / s).round_ties_even().clamp(-qmax, qmax) as i8));
     }
     (q, scales)
 }
@@ -56,6 +63,10 @@ mod tests {
         for (i, (&qv, &wv)) in q.iter().zip(&w).enumerate() {
             assert!((qv as f32 * s[i / 3] - wv).abs() <= s[i / 3] / 2.0 + 1e-7, "{i}");
         }
+        // 7 bits: scale max / 63; 0.5 / (1/63) is 31.499998 in f32 (1/63 is inexact) -> 31;
+        // 0.25 / (1/63) = 15.75 -> 16.
+        let (q7, s7) = quantize_per_channel_bits(&w[..3], 1, 7);
+        assert_eq!((q7, s7), (vec![31, -63, 16], vec![1.0 / 63.0]));
         assert_eq!(quantize_bias(&[1.0, -0.5], 0.5, &[0.25, 1.0]), vec![8, -1]); // -1.0 stays -1
         assert_eq!(multipliers(0.5, &[0.25, 1.0], 2.0), vec![0.0625, 0.25]);
     }

@@ -30,7 +30,7 @@ use crate::{invalid, invalid_err};
 pub const OP_TYPE: &str = "edgert.QConv";
 
 /// Kernel kinds, in the order of [`QConv`]'s weight slots.
-const KINDS: [I8Kind; 3] = [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Portable];
+const KINDS: [I8Kind; 4] = [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Avx2U7, I8Kind::Portable];
 
 /// INT8 convolution with a fused epilogue.
 pub struct QConv {
@@ -45,7 +45,9 @@ pub struct QConv {
     /// X's uint8 zero point.
     pub x_zero: i32,
     /// The weights prepared for each kernel kind (see [`KINDS`]).
-    prepared: [OnceLock<PreparedWeights>; 3],
+    prepared: [OnceLock<PreparedWeights>; 4],
+    /// Whether every weight is within [-63, 63] (the 7-bit kernel applies), on first use.
+    fits_7_bits: OnceLock<bool>,
 }
 
 impl std::fmt::Debug for QConv {
@@ -78,6 +80,7 @@ impl QConv {
             x_scale,
             x_zero: x_zero as i32,
             prepared: Default::default(),
+            fits_7_bits: OnceLock::new(),
         })
     }
 
@@ -156,7 +159,8 @@ impl Op for QConv {
             Some(DataRef::I32(v)) => Some(v),
             Some(other) => invalid!("QConv's bias must be int32, got {}", other.dtype()),
         };
-        let kernel = I8Kernel::for_isa(exec.isa);
+        let fits = *self.fits_7_bits.get_or_init(|| wq.iter().all(|&v| (-63..=63).contains(&v)));
+        let kernel = I8Kernel::for_conv_weights(exec.isa, fits);
         let need = {
             let (x, b, s) = scratch_parts(&p, kernel);
             x + b + s
@@ -206,7 +210,7 @@ mod tests {
     use crate::ops::fused::fused_conv::activation_attrs;
     use crate::ops::nn::test_util::Rng;
     use crate::ops::{Attr, eval};
-    use crate::quant::weights::{quantize_bias, quantize_per_channel};
+    use crate::quant::weights::{quantize_bias, quantize_per_channel_bits};
     use crate::tensor::Tensor;
 
     fn type_of(t: &Tensor) -> TypeShape {
@@ -242,7 +246,9 @@ mod tests {
             (1, 24, 16, 16, 48, 2, 3, 3, 1, 1, [1, 1, 1, 1], 128),
             (1, 67, 9, 9, 130, 1, 1, 1, 1, 1, [0, 0, 0, 0], 128),
         ];
-        for (ci, &(n, c, h, w, m, group, kh, kw, stride, dil, pads, x_zero)) in cases.iter().enumerate() {
+        // 8-bit weights, and 7-bit ones (the AVX2 vpmaddubsw kernel where the CPU has AVX2).
+        let with_bits = cases.iter().enumerate().flat_map(|(ci, c)| [8u32, 7].map(move |bits| (ci, bits, c)));
+        for (ci, bits, &(n, c, h, w, m, group, kh, kw, stride, dil, pads, x_zero)) in with_bits {
             let x = rng.tensor(&[n, c, h, w]);
             let wf = rng.tensor(&[m, c / group, kh, kw]);
             let bf: Vec<f32> = (0..m).map(|_| rng.sym()).collect();
@@ -256,7 +262,7 @@ mod tests {
             };
             let amax = x.as_f32().unwrap().iter().fold(0f32, |a, v| a.max(v.abs()));
             let x_scale = amax / 120.0;
-            let (wq, w_scale) = quantize_per_channel(wf.as_f32().unwrap(), m);
+            let (wq, w_scale) = quantize_per_channel_bits(wf.as_f32().unwrap(), m, bits);
             let bq = quantize_bias(&bf, x_scale, &w_scale);
             // The dequantized values QConv computes with.
             let xd: Vec<f32> = x
@@ -335,12 +341,16 @@ mod tests {
                     for (i, (&g, &e)) in y.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
                         assert!(
                             (g - e).abs() <= 2e-4 * (1.0 + e.abs()),
-                            "case {ci} {isa} ({:?}) threads {threaded} {act:?} at {i}: {g} vs {e}",
-                            I8Kernel::for_isa(isa).kind
+                            "case {ci} {bits}-bit {isa} ({:?}) threads {threaded} {act:?} at {i}: {g} vs {e}",
+                            I8Kernel::for_conv_weights(isa, bits == 7).kind
                         );
                     }
                 }
             }
+            // The 7-bit weights really ran on the vpmaddubsw kernel where there is AVX2.
+            let u7_slot = KINDS.iter().position(|&k| k == I8Kind::Avx2U7).unwrap();
+            let avx2 = Isa::all_supported().contains(&Isa::Avx2);
+            assert_eq!(op.prepared[u7_slot].get().is_some(), bits == 7 && avx2, "case {ci} {bits}-bit");
         }
     }
 
