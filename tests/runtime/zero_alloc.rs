@@ -84,6 +84,12 @@ fn steady_state_run_allocates_nothing() {
     for threads in [1, 3] {
         assert_no_allocations("blazeface_short int8", engine.clone(), &g, threads);
     }
+    // An FP16 engine: the GEMM converts its f16 weights in a stack buffer, per block.
+    let fp16 = Arc::new(Engine::build_fp16(onnx::load_model(&g.model).expect("model loads"), None).expect("fp16"));
+    assert!(fp16.build.layers.iter().any(|l| l.precision == "fp16"), "no FP16 layer");
+    for threads in [1, 3] {
+        assert_no_allocations("blazeface_short fp16", fp16.clone(), &g, threads);
+    }
 }
 
 fn assert_no_allocations(case: &str, engine: Arc<Engine>, g: &common::Golden, threads: usize) {
