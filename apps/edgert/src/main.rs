@@ -67,7 +67,7 @@ enum Cmd {
         #[arg(long)]
         int8_all: bool,
         /// Bits of INT8 weights, 7 or 8. Default: 7 on x86-64 without VNNI (the AVX2 kernel
-        /// then uses `vpmaddubsw`, about 1.6x faster), 8 elsewhere.
+        /// then uses `vpmaddubsw`: ResNet-50 INT8 141 ms vs 166 ms with 8 bits), 8 elsewhere.
         #[arg(long, value_name = "BITS")]
         weight_bits: Option<u32>,
     },
