@@ -100,17 +100,7 @@ pub unsafe fn kernel_avx2_x16<const MR: usize>(
                 acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
             }
         }
-        for (i, row) in acc.iter().enumerate() {
-            let cp = c.add(i * ldc) as *mut __m256i;
-            let cp1 = c.add(i * ldc + 8) as *mut __m256i;
-            if acc_in {
-                _mm256_storeu_si256(cp, _mm256_add_epi32(_mm256_loadu_si256(cp), row[0]));
-                _mm256_storeu_si256(cp1, _mm256_add_epi32(_mm256_loadu_si256(cp1), row[1]));
-            } else {
-                _mm256_storeu_si256(cp, row[0]);
-                _mm256_storeu_si256(cp1, row[1]);
-            }
-        }
+        store_tile_avx2(&acc, c, ldc, acc_in);
     }
 }
 
@@ -150,6 +140,19 @@ pub unsafe fn kernel_avx2_u7_x16<const MR: usize>(
             }
             bp = bp.add(64);
         }
+        store_tile_avx2(&acc, c, ldc, acc_in);
+    }
+}
+
+/// Stores an `MR`x16 tile of int32 accumulators (two ymm per row) into C with row stride
+/// `ldc`, or adds it to C with `acc_in`.
+///
+/// # Safety
+/// The CPU must have AVX2; C must hold `MR` rows of 16 values `ldc` apart.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn store_tile_avx2<const MR: usize>(acc: &[[__m256i; 2]; MR], c: *mut i32, ldc: usize, acc_in: bool) {
+    unsafe {
         for (i, row) in acc.iter().enumerate() {
             let cp = c.add(i * ldc) as *mut __m256i;
             let cp1 = c.add(i * ldc + 8) as *mut __m256i;
