@@ -57,13 +57,12 @@ pub struct I8Kernel {
 }
 
 /// Whether the AVX-512 VNNI kernel may run: the CPU has AVX-512F and VNNI, and
-/// `EDGERT_I8_VNNI=1` is set. The kernel was written and compiled on machines without VNNI
-/// and has never run; until its differential tests have passed on a VNNI CPU it is opt-in
-/// (VNNI CPUs use the exact AVX2 kernel by default, which is tested).
+/// `EDGERT_I8_VNNI=0` is not set. (The kernel was written on machines without VNNI and was
+/// opt-in until its differential tests passed on an AMD EPYC with AVX-512 VNNI, 2026-12-03.)
 pub fn vnni_supported() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        vnni_opted_in() && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni")
+        !vnni_opted_out() && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -71,9 +70,12 @@ pub fn vnni_supported() -> bool {
     }
 }
 
-/// `EDGERT_I8_VNNI=1`: opt in to the unverified VNNI kernel (see [`vnni_supported`]).
-pub fn vnni_opted_in() -> bool {
-    std::env::var("EDGERT_I8_VNNI").is_ok_and(|v| v.trim() == "1")
+/// `EDGERT_I8_VNNI=0`: do not use the VNNI kernel (VNNI CPUs then run the AVX2 ones), to
+/// compare the two or to work around a kernel fault. Read once: every QConv run asks, and
+/// reading the environment allocates.
+pub fn vnni_opted_out() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var("EDGERT_I8_VNNI").is_ok_and(|v| v.trim() == "0"))
 }
 
 impl I8Kernel {

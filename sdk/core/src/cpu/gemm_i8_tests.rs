@@ -1,6 +1,6 @@
 //! Differential tests of the INT8 GEMM against plain references, on every kernel this CPU
-//! has (the AVX-512 VNNI one says `skipped` where the CPU lacks it or `EDGERT_I8_VNNI=1` is
-//! not set: it has never run on hardware).
+//! has (the AVX-512 VNNI one says `skipped` where the CPU lacks it or `EDGERT_I8_VNNI=0`
+//! turns it off).
 
 use super::*;
 use crate::ops::nn::test_util::Rng;
@@ -10,8 +10,8 @@ fn kinds() -> Vec<I8Kind> {
     for kind in [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Portable] {
         if I8Kernel::supported(kind) {
             v.push(kind);
-        } else if kind == I8Kind::Vnni512 && !vnni_opted_in() {
-            println!("skipped: Vnni512 kernel: unverified on hardware, opt in with EDGERT_I8_VNNI=1");
+        } else if kind == I8Kind::Vnni512 && vnni_opted_out() {
+            println!("skipped: Vnni512 kernel: turned off by EDGERT_I8_VNNI=0");
         } else {
             println!("skipped: {kind:?} kernel: this CPU lacks its instructions");
         }
