@@ -74,7 +74,8 @@ fn steady_state_run_allocates_nothing() {
         &Int8Options {
             only_faster: false,
             threads: 1,
-            // 7 bits on AVX2 without VNNI: the zero-allocation check covers that kernel too.
+            // The CPU's default: 7 bits on AVX2 without VNNI, 8 on AVX-512 VNNI, so the check
+            // covers the kernel this machine runs (the VNNI one caught an allocation).
             weight_bits: edgert_core::passes::quantize_int8::default_weight_bits(),
         },
     )
