@@ -24,13 +24,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 from int8_accuracy import crops
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+from ort_int8 import Reader, median_ms as ort_ms
 from precision_error import MODELS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,30 +41,10 @@ def run(cmd) -> str:
     return subprocess.run([str(c) for c in cmd], check=True, stdout=subprocess.PIPE, text=True).stdout
 
 
-class Reader(CalibrationDataReader):
-    def __init__(self, name, arrays):
-        self.it = iter([{name: a} for a in arrays])
-
-    def get_next(self):
-        return next(self.it, None)
-
-
 def edgert_ms(engine: Path, shape: list, threads: int, iterations: int) -> float:
     rep = json.loads(run([EDGERT, "bench", engine, *shape, "--threads", threads, "--iterations", iterations,
                           "--warmup", 2, "--json"]))
     return rep["latency_ms"]["median"]
-
-
-def ort_ms(sess, feed, seconds: float) -> float:
-    for _ in range(2):
-        sess.run(None, feed)
-    times = []
-    t_end = time.perf_counter() + seconds
-    while time.perf_counter() < t_end or len(times) < 5:
-        t0 = time.perf_counter()
-        sess.run(None, feed)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def cpu_name() -> str:
