@@ -277,9 +277,16 @@ fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build)
             None => {
                 let method = Method::parse(o.method)?;
                 let mut all = samples.iter().cloned().map(Ok);
-                let calibrate =
-                    Int8Scales::Calibrate { samples: &mut all, method, threads: o.threads, progress: &mut |_| {} };
-                Engine::build_best(graph, Some(shapes), calibrate, error_samples, &best)?
+                let live = CalibrationProgress::new(method, samples.len());
+                let calibrate = Int8Scales::Calibrate {
+                    samples: &mut all,
+                    method,
+                    threads: o.threads,
+                    progress: &mut |n| live.show(n),
+                };
+                let built = Engine::build_best(graph, Some(shapes), calibrate, error_samples, &best);
+                live.finish();
+                built?
             }
         };
         println!(
@@ -308,22 +315,19 @@ fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build)
         let method = Method::parse(o.method)?;
         let (total, mut samples) = calib::samples(dir, &inputs, o.image)?;
         let t0 = std::time::Instant::now();
-        // A live count on a terminal; logs get only the final line.
-        let live = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        let mut progress = |n: usize| {
-            if live {
-                eprint!("\rcalibrating ({}): {n}/{total} samples, {:.1} s", method.name(), t0.elapsed().as_secs_f64());
-            }
-        };
+        let live = CalibrationProgress::new(method, total);
         let built = Engine::build_int8(
             graph,
             Some(shapes),
-            Int8Scales::Calibrate { samples: &mut samples, method, threads: o.threads, progress: &mut progress },
+            Int8Scales::Calibrate {
+                samples: &mut samples,
+                method,
+                threads: o.threads,
+                progress: &mut |n| live.show(n),
+            },
             &options,
         );
-        if live {
-            eprintln!();
-        }
+        live.finish();
         let built = built?;
         println!("calibrated ({}) on {total} samples in {:.1} s", method.name(), t0.elapsed().as_secs_f64());
         if let Some(path) = &o.cache {
@@ -334,6 +338,35 @@ fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build)
     };
     print_precision_summary(&engine);
     Ok(engine)
+}
+
+/// A live count of calibrated samples on a terminal (stderr); logs get only the final line
+/// the caller prints.
+struct CalibrationProgress {
+    live: bool,
+    method: edgert_core::quant::Method,
+    total: usize,
+    t0: std::time::Instant,
+}
+
+impl CalibrationProgress {
+    fn new(method: edgert_core::quant::Method, total: usize) -> CalibrationProgress {
+        let live = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        CalibrationProgress { live, method, total, t0: std::time::Instant::now() }
+    }
+
+    fn show(&self, n: usize) {
+        if self.live {
+            let secs = self.t0.elapsed().as_secs_f64();
+            eprint!("\rcalibrating ({}): {n}/{} samples, {secs:.1} s", self.method.name(), self.total);
+        }
+    }
+
+    fn finish(&self) {
+        if self.live {
+            eprintln!();
+        }
+    }
 }
 
 /// `precision: int8 N layers, fp16 K, fp32 M (reason: count, ...)`.
