@@ -43,7 +43,7 @@ pub fn quantize_u8(v: f32, scale: f32, zero: i32) -> u8 {
 }
 
 /// Weights prepared once for a kernel: `w + shift` as bytes (`I8Kernel::weight_shift`: 128,
-/// or 64 for 7-bit weights), each row zero-weight padded (`shift`) to a whole number of K
+/// 64 for 7-bit weights, 0 for the signed NEON kernel), each row zero-weight padded (`shift`) to a whole number of K
 /// groups, and each row's sum of `w`.
 #[derive(Clone, Debug)]
 pub struct PreparedWeights {
@@ -66,7 +66,7 @@ impl PreparedWeights {
         let mut row_sums = Vec::with_capacity(m);
         for (j, src) in w.chunks_exact(k.max(1)).take(m).enumerate() {
             for (d, &v) in rows[j * k_pad..j * k_pad + k].iter_mut().zip(src) {
-                debug_assert!(shift == 128 || (-63..=63).contains(&v), "7-bit kernel with weight {v}");
+                debug_assert!(shift != 64 || (-63..=63).contains(&v), "7-bit kernel with weight {v}");
                 *d = (v as i32 + shift) as u8;
             }
             row_sums.push(src.iter().map(|&v| v as i32).sum());
@@ -89,7 +89,7 @@ pub fn scratch_parts(p: &Conv2d, kernel: I8Kernel) -> (usize, usize, usize) {
 
 /// The most scratch any kernel kind needs (the planner asks before the kernel is known).
 pub fn scratch_bytes(p: &Conv2d) -> usize {
-    [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Avx2U7, I8Kind::Portable]
+    [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Avx2U7, I8Kind::NeonDot, I8Kind::Portable]
         .into_iter()
         .map(|k| {
             let (x, b, s) = scratch_parts(p, I8Kernel::of(k));

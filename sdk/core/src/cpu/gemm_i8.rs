@@ -37,6 +37,9 @@ pub enum I8Kind {
     /// AVX2 4x16 for A bytes of at most 127 (`vpmaddubsw`), int8 B, 4 K per lane: only for
     /// `conv_i8` with 7-bit weights (see [`I8Kernel::for_conv_weights`]).
     Avx2U7,
+    /// aarch64 NEON 4x16 with DotProd (`sdot`), *signed* A bytes, int8 B, 4 K per lane:
+    /// only for `conv_i8`, whose A is the weights (see [`I8Kernel::for_conv_weights`]).
+    NeonDot,
     /// Portable 4x16, int8 weights, 4 K per lane.
     Portable,
 }
@@ -97,6 +100,7 @@ impl I8Kernel {
             I8Kind::Vnni512 => I8Kernel { kind, mr: 8, nr: 32, kpack: 4, wbytes: 1 },
             I8Kind::Avx2 => I8Kernel { kind, mr: 4, nr: 16, kpack: 2, wbytes: 2 },
             I8Kind::Avx2U7 => I8Kernel { kind, mr: 4, nr: 16, kpack: 4, wbytes: 1 },
+            I8Kind::NeonDot => I8Kernel { kind, mr: 4, nr: 16, kpack: 4, wbytes: 1 },
             I8Kind::Portable => I8Kernel { kind, mr: 4, nr: 16, kpack: 4, wbytes: 1 },
         }
     }
@@ -109,6 +113,10 @@ impl I8Kernel {
             I8Kind::Avx2 | I8Kind::Avx2U7 => is_x86_feature_detected!("avx2"),
             #[cfg(not(target_arch = "x86_64"))]
             I8Kind::Avx2 | I8Kind::Avx2U7 => false,
+            #[cfg(target_arch = "aarch64")]
+            I8Kind::NeonDot => std::arch::is_aarch64_feature_detected!("dotprod"),
+            #[cfg(not(target_arch = "aarch64"))]
+            I8Kind::NeonDot => false,
             I8Kind::Portable => true,
         }
     }
@@ -121,23 +129,34 @@ impl I8Kernel {
             I8Kind::Avx2 => super::gemm_i8_x86::kernel_avx2_x16::<4>,
             #[cfg(target_arch = "x86_64")]
             I8Kind::Avx2U7 => super::gemm_i8_x86::kernel_avx2_u7_x16::<4>,
+            #[cfg(target_arch = "aarch64")]
+            I8Kind::NeonDot => super::gemm_i8_neon::kernel_neon_sdot_4x16,
             _ => kernel_portable_4x16,
         }
     }
 
-    /// The kernel for `conv_i8`, whose A operand is the weights shifted to unsigned: where
-    /// the ISA's kernel is the AVX2 one and every weight is within [-63, 63] (7-bit
-    /// weights, `quant::weights::quantize_per_channel` with `qmax` 63), the faster
+    /// The kernel for `conv_i8`, whose A operand is the weights (shifted by
+    /// [`I8Kernel::weight_shift`]): on NEON with DotProd, [`I8Kind::NeonDot`] (signed A, no
+    /// shift); where the ISA's kernel is the AVX2 one and every weight is within [-63, 63]
+    /// (7-bit weights, `quant::weights::quantize_per_channel` with `qmax` 63), the faster
     /// [`I8Kind::Avx2U7`]; otherwise [`I8Kernel::for_isa`].
     pub fn for_conv_weights(isa: Isa, fits_7_bits: bool) -> I8Kernel {
+        if isa == Isa::Neon && I8Kernel::supported(I8Kind::NeonDot) {
+            return I8Kernel::of(I8Kind::NeonDot);
+        }
         let k = I8Kernel::for_isa(isa);
         if k.kind == I8Kind::Avx2 && fits_7_bits { I8Kernel::of(I8Kind::Avx2U7) } else { k }
     }
 
-    /// What `conv_i8` adds to each weight to make A unsigned: 64 for [`I8Kind::Avx2U7`]
-    /// (7-bit weights into 1..=127), 128 otherwise.
+    /// What `conv_i8` adds to each weight to make A what the kernel reads: 64 for
+    /// [`I8Kind::Avx2U7`] (7-bit weights into 1..=127), 0 for [`I8Kind::NeonDot`] (signed A),
+    /// 128 otherwise (unsigned A).
     pub fn weight_shift(&self) -> i32 {
-        if self.kind == I8Kind::Avx2U7 { 64 } else { 128 }
+        match self.kind {
+            I8Kind::Avx2U7 => 64,
+            I8Kind::NeonDot => 0,
+            _ => 128,
+        }
     }
 }
 

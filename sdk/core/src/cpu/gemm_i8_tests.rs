@@ -257,3 +257,41 @@ fn seven_bit_kernel_at_its_extremes_is_exact() {
         assert!(c.iter().all(|&v| v == want), "a {av} b {bv}: {} vs {want}", c[0]);
     }
 }
+
+#[test]
+fn neon_dot_kernel_is_exact_with_signed_a() {
+    if !I8Kernel::supported(I8Kind::NeonDot) {
+        println!("skipped: NeonDot kernel: not an aarch64 CPU with DotProd");
+        return;
+    }
+    let kern = I8Kernel::of(I8Kind::NeonDot);
+    let (mr, nr) = (kern.mr, kern.nr);
+    let mut rng = Rng::new(23);
+    // Random signed rows and panels, then the extremes (-128 * -128 summed over 1026 K).
+    let mut cases: Vec<(Vec<i8>, Vec<i8>, usize)> = Vec::new();
+    for kg in [1usize, 3, 257] {
+        cases.push((rand_i8(&mut rng, mr * kg * 4), rand_i8(&mut rng, kg * 4 * nr), kg));
+    }
+    let kg = 1026usize.div_ceil(4);
+    for (av, bv) in [(-128i8, -128i8), (127, -128), (-128, 127), (0, -128)] {
+        cases.push((vec![av; mr * kg * 4], vec![bv; kg * 4 * nr], kg));
+    }
+    for (a, b, kg) in cases {
+        let ptrs: Vec<*const u8> = (0..mr).map(|i| a[i * kg * 4..].as_ptr() as *const u8).collect();
+        for acc_in in [false, true] {
+            let mut c = vec![7i32; mr * nr];
+            // SAFETY: mr row pointers of kg * 4 bytes, kg groups of nr * 4 B bytes, an mr x nr tile.
+            unsafe { (kern.func())(kg, ptrs.as_ptr(), b.as_ptr() as *const u8, c.as_mut_ptr(), nr, acc_in) };
+            for i in 0..mr {
+                for j in 0..nr {
+                    // Panel lane j of group g holds B's 4 K values for column j.
+                    let dot: i64 = (0..kg * 4)
+                        .map(|k| a[i * kg * 4 + k] as i64 * b[(k / 4) * nr * 4 + j * 4 + k % 4] as i64)
+                        .sum();
+                    let want = dot + if acc_in { 7 } else { 0 };
+                    assert_eq!(c[i * nr + j] as i64, want, "kg {kg} acc_in {acc_in} at ({i},{j})");
+                }
+            }
+        }
+    }
+}

@@ -10,6 +10,8 @@ pub mod dot;
 pub mod epilogue;
 pub mod gemm;
 pub mod gemm_i8;
+#[cfg(target_arch = "aarch64")]
+mod gemm_i8_neon;
 #[cfg(target_arch = "x86_64")]
 mod gemm_i8_x86;
 #[cfg(target_arch = "aarch64")]

@@ -30,7 +30,7 @@ use crate::{invalid, invalid_err};
 pub const OP_TYPE: &str = "edgert.QConv";
 
 /// Kernel kinds, in the order of [`QConv`]'s weight slots.
-const KINDS: [I8Kind; 4] = [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Avx2U7, I8Kind::Portable];
+const KINDS: [I8Kind; 5] = [I8Kind::Vnni512, I8Kind::Avx2, I8Kind::Avx2U7, I8Kind::NeonDot, I8Kind::Portable];
 
 /// INT8 convolution with a fused epilogue.
 pub struct QConv {
@@ -45,7 +45,7 @@ pub struct QConv {
     /// X's uint8 zero point.
     pub x_zero: i32,
     /// The weights prepared for each kernel kind (see [`KINDS`]).
-    prepared: [OnceLock<PreparedWeights>; 4],
+    prepared: [OnceLock<PreparedWeights>; KINDS.len()],
     /// Whether every weight is within [-63, 63] (the 7-bit kernel applies), on first use.
     fits_7_bits: OnceLock<bool>,
 }
@@ -347,10 +347,16 @@ mod tests {
                     }
                 }
             }
-            // The 7-bit weights really ran on the vpmaddubsw kernel where there is AVX2.
-            let u7_slot = KINDS.iter().position(|&k| k == I8Kind::Avx2U7).unwrap();
+            // The 7-bit weights really ran on the vpmaddubsw kernel where there is AVX2, and
+            // every weight on the sdot kernel where there is NEON with DotProd.
+            let slot = |kind| KINDS.iter().position(|&k| k == kind).unwrap();
             let avx2 = Isa::all_supported().contains(&Isa::Avx2);
-            assert_eq!(op.prepared[u7_slot].get().is_some(), bits == 7 && avx2, "case {ci} {bits}-bit");
+            assert_eq!(op.prepared[slot(I8Kind::Avx2U7)].get().is_some(), bits == 7 && avx2, "case {ci} {bits}-bit");
+            let dot = Isa::all_supported().contains(&Isa::Neon) && I8Kernel::supported(I8Kind::NeonDot);
+            assert_eq!(op.prepared[slot(I8Kind::NeonDot)].get().is_some(), dot, "case {ci} {bits}-bit");
+            if !dot && cfg!(target_arch = "aarch64") {
+                println!("skipped: NeonDot kernel: this CPU lacks DotProd");
+            }
         }
     }
 
