@@ -44,6 +44,11 @@ struct Epilogue {
   int res_first;    // 1: add the residual before the activation (ResNet), 0: after
   float clamp_lo;   // -inf: none
   float clamp_hi;   // +inf: none
+  // A residual with fewer channels than an NCHW output (a zero channel pad folded away,
+  // BlazeFace's widening skips): res_block = K*P*Q output elements per image, res_keep =
+  // Cr*P*Q residual elements per image; the channels past Cr add zero. 0: same layout.
+  int res_block;
+  int res_keep;
   int pad_;
 };
 
@@ -66,8 +71,14 @@ __device__ __forceinline__ float apply_epilogue(float acc, const Epilogue& ep, i
   if (ep.bias_mode == BIAS_PER_COL) v += ep.beta * ep.bias[col];
   else if (ep.bias_mode == BIAS_PER_ROW) v += ep.beta * ep.bias[row];
   float r = 0.f;
-  if (ep.residual) r = ep.residual[idx];
-  else if (ep.residual_h) r = __half2float(ep.residual_h[idx]);
+  i64 ridx = idx;
+  bool has_r = ep.residual || ep.residual_h;
+  if (has_r && ep.res_block > 0) {
+    i64 n = idx / ep.res_block, off = idx - n * ep.res_block;
+    has_r = off < ep.res_keep;
+    ridx = n * ep.res_keep + off;
+  }
+  if (has_r) r = ep.residual ? ep.residual[ridx] : __half2float(ep.residual_h[ridx]);
   if (ep.res_first) v += r;
   v = apply_act(v, ep.act, ep.act_alpha, ep.act_beta);
   if (!ep.res_first) v += r;

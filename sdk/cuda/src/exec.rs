@@ -228,6 +228,17 @@ impl GpuContext {
         &self.plan
     }
 
+    /// The device memory layout: arena, weights and pinned staging bytes.
+    pub fn layout(&self) -> &DeviceLayout {
+        &self.layout
+    }
+
+    /// Waits until everything queued on this context's stream has run.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize()?;
+        Ok(())
+    }
+
     /// Nodes that run on the CPU: (node, op type, reason).
     pub fn cpu_fallbacks(&self) -> Vec<(&str, &str, &str)> {
         select::fallbacks(&self.engine.graph, &self.plan, &self.kernels)
@@ -295,6 +306,17 @@ impl GpuContext {
 
     /// Runs every step on the stream (CPU fallback steps synchronize around themselves).
     pub fn run(&mut self) -> Result<()> {
+        self.run_steps(None)
+    }
+
+    /// Runs like [`run`](Self::run), but waits for the stream after each step and then
+    /// calls `observe(step index)`: per-node timing for `edgert bench --profile`. The waits
+    /// make the whole run slower than `run`.
+    pub fn run_observed(&mut self, mut observe: impl FnMut(usize)) -> Result<()> {
+        self.run_steps(Some(&mut observe))
+    }
+
+    fn run_steps(&mut self, mut observe: Option<&mut dyn FnMut(usize)>) -> Result<()> {
         self.device.ctx.bind_to_thread()?;
         for (si, step) in self.plan.steps.iter().enumerate() {
             let node = &self.engine.graph.nodes[step.node];
@@ -383,6 +405,10 @@ impl GpuContext {
                 }
                 StepKernel::Cpu { .. } => self.run_on_cpu(si)?,
             }
+            if let Some(observe) = observe.as_mut() {
+                self.stream.synchronize()?;
+                observe(si);
+            }
         }
         Ok(())
     }
@@ -414,12 +440,19 @@ impl GpuContext {
         let refs: Vec<Option<&Tensor>> = owned.iter().map(|t| t.as_ref()).collect();
         let outs =
             edgert_core::ops::eval(node.op.as_ref(), &refs).map_err(|e| edgert_core::graph::node_error(node, e))?;
+        // The copies back go on this context's stream. Not cuMemcpyHtoD: from pageable memory
+        // it returns before its DMA lands, and on the legacy stream, which a non-blocking
+        // stream does not wait for, so the next kernel could read stale memory (seen on an
+        // H200: one BlazeFace golden of two failed, depending on timing).
+        let stream = self.cu_stream();
         for (&id, t) in step.outputs.iter().zip(&outs) {
             if let Slot::Arena { offset } = self.plan.slots[id] {
-                // SAFETY: the arena region holds the output's bytes; synchronous copy.
-                unsafe { result::memcpy_htod_sync(self.arena.ptr + offset as u64, t.view().data.as_bytes()) }?;
+                // SAFETY: the arena region holds the output's bytes; `outs` outlives the copy
+                // (the stream is synchronized below).
+                unsafe { result::memcpy_htod_async(self.arena.ptr + offset as u64, t.view().data.as_bytes(), stream) }?;
             }
         }
+        self.stream.synchronize()?;
         Ok(())
     }
 

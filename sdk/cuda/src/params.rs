@@ -71,6 +71,11 @@ pub struct Epilogue {
     pub clamp_lo: f32,
     /// Upper clamp after the activation (`+inf`: none).
     pub clamp_hi: f32,
+    /// A residual with fewer channels than the NCHW output (a folded zero channel pad):
+    /// output elements per image, K*P*Q (0: the residual is laid out like the output).
+    pub res_block: i32,
+    /// Residual elements per image, Cr*P*Q; output channels past Cr add zero.
+    pub res_keep: i32,
     /// Padding.
     pub pad_: i32,
 }
@@ -90,6 +95,8 @@ impl Default for Epilogue {
             res_first: 1,
             clamp_lo: f32::NEG_INFINITY,
             clamp_hi: f32::INFINITY,
+            res_block: 0,
+            res_keep: 0,
             pad_: 0,
         }
     }
@@ -650,7 +657,8 @@ mod tests {
     fn layouts_match_the_cuda_structs() {
         // Sizes and offsets the C rules give the structs in kernels/cuda (all fields are
         // 8-byte pointers/i64 first, then 4-byte ints/floats).
-        assert_eq!(size_of::<Epilogue>(), 3 * 8 + 10 * 4);
+        assert_eq!(size_of::<Epilogue>(), 3 * 8 + 12 * 4);
+        assert_eq!(offset_of!(Epilogue, res_block), 60);
         assert_eq!(offset_of!(Epilogue, bias_mode), 24);
         assert_eq!(offset_of!(Epilogue, res_first), 48);
         assert_eq!(offset_of!(Epilogue, clamp_hi), 56);

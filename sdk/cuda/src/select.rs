@@ -332,7 +332,21 @@ fn select_node(graph: &Graph, plan: &Plan, node: &Node, outputs: &[usize]) -> Se
                     let (dr, r) = io.input(3)?;
                     f32_only(&[dr])?;
                     if r != out_shape {
-                        return unsupported(format!("a residual of shape {r:?} for an output of {out_shape:?}"));
+                        // A folded channel pad: the residual's channels are the output's first.
+                        let narrower = r.len() == 4
+                            && out_shape.len() == 4
+                            && r[0] == out_shape[0]
+                            && r[1] < out_shape[1]
+                            && r[2..] == out_shape[2..];
+                        let per_image = |c: usize| i32::try_from(c * r[2] * r[3]).ok();
+                        match (narrower, per_image(out_shape[1]), per_image(r[1])) {
+                            (true, Some(block), Some(keep)) => (epilogue.res_block, epilogue.res_keep) = (block, keep),
+                            _ => {
+                                return unsupported(format!(
+                                    "a residual of shape {r:?} for an output of {out_shape:?}"
+                                ));
+                            }
+                        }
                     }
                 }
             }
@@ -570,6 +584,34 @@ mod tests {
                 assert!(edgert_kernels::Module::of_kernel(name).is_some(), "{name} is not a registered kernel");
             }
         }
+    }
+
+    /// x[2,3,5,4] -> edgert.FusedConv(6 channels, 1x1) + residual `r`, shaped `r_shape`.
+    fn fused_conv_with_residual(r_shape: &[usize]) -> Vec<StepKernel> {
+        let mut g = Graph { opset: 17, ..Default::default() };
+        let dims = |s: &[usize]| Some(s.iter().map(|&v| Dim::Fixed(v)).collect());
+        let x = g.add_value("x", Some(DType::F32), dims(&[2, 3, 5, 4]));
+        let r = g.add_value("r", Some(DType::F32), dims(r_shape));
+        g.inputs.extend([x, r]);
+        let w = g.add_constant("w", Tensor::from_f32(&[6, 3, 1, 1], vec![0.1; 18]).unwrap());
+        let b = g.add_constant("b", Tensor::from_f32(&[6], vec![0.0; 6]).unwrap());
+        let y = g.add_value("y", None, None);
+        let inputs = vec![Some(x), Some(w), Some(b), Some(r)];
+        g.add_node("fc", "edgert.FusedConv", Attrs::new(), inputs, vec![Some(y)]).unwrap();
+        g.outputs.push(y);
+        let plan = edgert_core::plan::plan(&g, &HashMap::new()).unwrap();
+        select(&g, &plan, SelectOptions { cpu_fallback: true }).unwrap()
+    }
+
+    #[test]
+    fn narrower_residual_is_a_channel_padded_epilogue() {
+        // BlazeFace's widening skip (a zero channel Pad folded into the residual): 3 of 6.
+        let StepKernel::Conv { epilogue, .. } = fused_conv_with_residual(&[2, 3, 5, 4])[0] else { panic!() };
+        assert_eq!((epilogue.res_block, epilogue.res_keep), (6 * 20, 3 * 20));
+        // Same shape: the plain layout.
+        let StepKernel::Conv { epilogue, .. } = fused_conv_with_residual(&[2, 6, 5, 4])[0] else { panic!() };
+        assert_eq!((epilogue.res_block, epilogue.res_keep), (0, 0));
+        // (edgert.FusedConv itself rejects any other residual shape.)
     }
 
     #[test]

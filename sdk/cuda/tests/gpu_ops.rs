@@ -100,6 +100,15 @@ fn conv_direct_depthwise_igemm() {
         .with("clamp_min", Attr::Float(-0.1))
         .with("clamp_max", Attr::Float(0.3));
     check("edgert.FusedConv", fused, &[("x", &[2, 13, 7, 13])], &[("w", &[7, 13, 3, 3]), ("b", &[7])], 6);
+    // Residuals (input 3, here constants): the output's shape on the implicit GEMM, and
+    // fewer channels (a folded zero channel pad, BlazeFace's widening skips) on the implicit
+    // GEMM and the direct kernel.
+    let relu = || pad1().with("activation", Attr::String(b"Relu".to_vec()));
+    let (x, w, b) = (("x", &[2usize, 13, 7, 13][..]), ("w", &[7usize, 13, 3, 3][..]), ("b", &[7usize][..]));
+    check("edgert.FusedConv", relu(), &[x], &[w, b, ("r", &[2, 7, 7, 13])], 7);
+    check("edgert.FusedConv", relu(), &[x], &[w, b, ("r", &[2, 4, 7, 13])], 8);
+    let direct = [("w", &[6usize, 3, 1, 1][..]), ("b", &[6usize][..]), ("r", &[2usize, 3, 7, 5][..])];
+    check("edgert.FusedConv", Attrs::new(), &[("x", &[2, 3, 7, 5])], &direct, 9);
 }
 
 #[test]
