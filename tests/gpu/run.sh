@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # The CUDA backend's checks that need a GPU, in one script, for any machine with an NVIDIA
-# GPU and driver (Jetson Xavier/Orin, H100/H200, ...). NOT RUN YET: the machine this was
-# written on has no GPU. Prints one table at the end; exits non-zero on any failure.
+# GPU and driver (Jetson Xavier/Orin, H100/H200, ...). Prints one table at the end; exits
+# non-zero on any failure.
 #
-#   bash tests/gpu/run.sh            everything
-#   SKIP_SETUP=1 bash tests/gpu/run.sh   reuse .venv and the wheels
+#   bash tests/gpu/run.sh                      builds here with cargo, then runs everything
+#   SKIP_SETUP=1 bash tests/gpu/run.sh         reuse .venv and the wheels
+#   EDGERT_GPU_BUNDLE=.gpu bash tests/gpu/run.sh
+#                                              no cargo on the GPU machine: run binaries
+#                                              built elsewhere by tests/gpu/bundle.sh, with
+#                                              the machine's own python3 (numpy; torch for
+#                                              the ResNet-50 benchmark model)
 #
-# 1. builds (release) edgert and edgert-cuda;
-# 2. runs every kernel reachable from the executor against edgert-core's reference ops on
-#    random inputs with remainder sizes and batch > 1 (sdk/cuda/tests/gpu_ops.rs);
+# 1. builds (release) edgert and edgert-cuda (or takes them from the bundle);
+# 2. runs the edgert-cuda tests: host-side units, every kernel reachable from the executor
+#    against edgert-core's reference ops on random inputs with remainder sizes and batch > 1
+#    (gpu_ops), and the preprocessing / WMMA / dp4a kernels against host references
+#    (gpu_kernels);
 # 3. runs the model goldens (tests/goldens/*/case.json) with `edgert run --device cuda` and
 #    compares each output with onnxruntime's (f32 tolerance of DESIGN.md);
-# 4. times repeated runs per model (a stand-in until `edgert bench --device cuda` exists).
+# 4. benchmarks with `edgert bench --device cuda` (H2D, GPU compute, D2H, end to end):
+#    BlazeFace b1 (the shipped models have a fixed batch of 1), the KWS models, and ResNet-50 b1/b8/b64 (a random-weight torchvision
+#    export when models/ has none, made here when torch is installed), with PyTorch eager
+#    on the same GPU as a reference where torch is installed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 t0=$(date +%s)
@@ -25,40 +35,76 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
 fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)
 echo "GPU: $gpu"
-
-[ "${SKIP_SETUP:-}" = 1 ] || bash tests/setup.sh >/dev/null || { echo "setup failed"; exit 1; }
-.venv/bin/python models/fetch.py --check >/dev/null 2>&1 || echo "note: models/fetch.py --check failed (ResNet-50 goldens will be skipped)"
-sp=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nvidia
-# Prefer the machine's own NVRTC (a driver can't JIT PTX from a newer NVRTC); else the wheel.
-if ! ldconfig -p | grep -q 'libnvrtc.so.12' && [ ! -e /usr/local/cuda/lib64/libnvrtc.so.12 ]; then
-  export LD_LIBRARY_PATH="$sp/cuda_nvrtc/lib:${LD_LIBRARY_PATH:-}"
-  export EDGERT_CUDA_INCLUDE="$sp/cuda_runtime/include:$sp/cuda_nvcc/include"
-else
-  export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-fi
+mkdir -p target
 export EDGERT_KERNEL_CACHE="${EDGERT_KERNEL_CACHE:-$PWD/target/kernel-cache}"
 
-# 1. Build.
-if cargo build --release --locked -p edgert -p edgert-cuda 2>&1 | tail -3; then
-  note "build: ok"
-else
-  note "build: FAIL"; fail=1
+# NVRTC and the CUDA headers: the machine's own first (a driver can't JIT PTX from a newer
+# NVRTC than itself), else the PyPI wheels that tests/setup.sh installs.
+nvrtc_dir=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/*/lib /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu; do
+  if compgen -G "$d/libnvrtc.so*" >/dev/null; then nvrtc_dir=$d; break; fi
+done
+if [ -n "$nvrtc_dir" ]; then
+  # cudarc looks for libnvrtc.so, .so.12, .so.11 ...: give a CUDA 13 NVRTC the plain name.
+  if [ ! -e "$nvrtc_dir/libnvrtc.so" ] && ! compgen -G "$nvrtc_dir/libnvrtc.so.1[12]" >/dev/null; then
+    mkdir -p target/nvrtc-link
+    ln -sf "$(ls "$nvrtc_dir"/libnvrtc.so.* | head -1)" target/nvrtc-link/libnvrtc.so
+    export LD_LIBRARY_PATH="$PWD/target/nvrtc-link:${LD_LIBRARY_PATH:-}"
+  fi
+  export LD_LIBRARY_PATH="$nvrtc_dir:${LD_LIBRARY_PATH:-}"
+  [ -e /usr/local/cuda/include/cuda_fp16.h ] && export EDGERT_CUDA_INCLUDE=/usr/local/cuda/include
 fi
-B=target/release/edgert
 
-# 2. Kernels against the reference.
-if cargo test --release --locked -p edgert-cuda -- --nocapture 2>&1 | tee target/gpu-ops.txt | grep -E '^(ok |test |skipped)'; then
-  n=$(grep -c '^ok ' target/gpu-ops.txt)
-  grep -q 'test result: FAILED' target/gpu-ops.txt && { note "kernels vs reference: FAIL"; fail=1; } || note "kernels vs reference: ok ($n cases)"
+if [ -n "${EDGERT_GPU_BUNDLE:-}" ]; then
+  PY=python3
+  B=$EDGERT_GPU_BUNDLE/edgert
+  [ -x "$B" ] || { echo "no $B: run tests/gpu/bundle.sh first"; exit 1; }
+  note "build: prebuilt bundle $EDGERT_GPU_BUNDLE"
 else
-  note "kernels vs reference: FAIL (see target/gpu-ops.txt)"; fail=1
+  [ "${SKIP_SETUP:-}" = 1 ] || bash tests/setup.sh >/dev/null || { echo "setup failed"; exit 1; }
+  PY=.venv/bin/python
+  $PY models/fetch.py --check >/dev/null 2>&1 || echo "note: models/fetch.py --check failed (ResNet-50 goldens will be skipped)"
+  if [ -z "$nvrtc_dir" ]; then
+    sp=$($PY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nvidia
+    export LD_LIBRARY_PATH="$sp/cuda_nvrtc/lib:${LD_LIBRARY_PATH:-}"
+    export EDGERT_CUDA_INCLUDE="$sp/cuda_runtime/include:$sp/cuda_nvcc/include"
+  fi
+  if cargo build --release --locked -p edgert 2>&1 | tail -3; then
+    note "build: ok"
+  else
+    note "build: FAIL"; fail=1
+  fi
+  B=target/release/edgert
+fi
+echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}  EDGERT_CUDA_INCLUDE=${EDGERT_CUDA_INCLUDE:-}"
+
+# 2. The edgert-cuda tests.
+check_tests() { # label, log
+  if grep -q 'test result: FAILED\|error: test failed\|panicked' "$2"; then
+    note "$1: FAIL (see $2)"; fail=1
+  else
+    note "$1: ok ($(grep -cE '(^|\.\.\. )ok [A-Za-z]' "$2") GPU cases; $(grep -c 'skipped: no GPU' "$2") skipped; $(grep -oE '[0-9]+ passed' "$2" | awk '{s+=$1} END {print s}') tests passed)"
+  fi
+}
+if [ -n "${EDGERT_GPU_BUNDLE:-}" ]; then
+  for t in "$EDGERT_GPU_BUNDLE"/test_*; do
+    log=target/gpu-$(basename "$t").txt
+    (cd sdk/cuda && timeout 240 "../../$t" --nocapture --test-threads=1) > "$log" 2>&1 || echo "exit status $?: error: test failed" >> "$log"
+    grep -E '^(ok |skipped|FAIL|test .*FAILED|thread .*panicked)' "$log" | head -60
+    check_tests "$(basename "$t")" "$log"
+  done
+else
+  log=target/gpu-ops.txt
+  cargo test --release --locked -p edgert-cuda -- --nocapture --test-threads=1 > "$log" 2>&1 || echo "error: test failed" >> "$log"
+  grep -E '^(ok |skipped|FAIL|test .*FAILED|thread .*panicked)' "$log" | head -60
+  check_tests "edgert-cuda tests" "$log"
 fi
 
-# 3. Goldens on CUDA, 4. timing.
+# 3. Goldens on CUDA.
 for case in tests/goldens/*/case.json; do
   dir=$(dirname "$case")
   name=$(basename "$dir")
-  args=$(.venv/bin/python - "$case" <<'PY'
+  args=$($PY - "$case" <<'PY'
 import json, sys, os
 c = json.load(open(sys.argv[1])); d = os.path.dirname(sys.argv[1])
 print(c["model"], " ".join(f"--input={i['name']}={d}/{i['file']}" for i in c["inputs"]))
@@ -69,10 +115,10 @@ PY
   out=target/gpu-goldens/$name
   rm -rf "$out"
   # shellcheck disable=SC2086
-  if ! log=$($B run ${args} --device cuda --output-dir "$out" 2>&1); then
-    note "golden $name: FAIL ($(echo "$log" | grep -m1 error))"; fail=1; continue
+  if ! log=$(timeout 90 $B run ${args} --device cuda --output-dir "$out" 2>&1); then
+    note "golden $name: FAIL ($(echo "$log" | grep -m1 -i 'error' | cut -c1-300))"; fail=1; continue
   fi
-  cmp=$(.venv/bin/python - "$case" "$out" <<'PY'
+  cmp=$($PY - "$case" "$out" <<'PY'
 import json, sys, os, re
 import numpy as np
 c = json.load(open(sys.argv[1])); d = os.path.dirname(sys.argv[1]); out = sys.argv[2]
@@ -88,12 +134,74 @@ for o in c["outputs"]:
 print(("ok" if ok else "FAIL") + f" max err/scale {worst:.2e}")
 PY
 )
-  ms=$(echo "$log" | grep -oE 'ran in [0-9.]+ ms' | grep -oE '[0-9.]+')
-  note "golden $name: $cmp; cold run ${ms} ms (includes first-launch JIT)"
+  cpu=$(echo "$log" | grep -c 'runs on the CPU')
+  note "golden $name: $cmp; $cpu node(s) on the CPU"
   [[ $cmp == ok* ]] || fail=1
 done
 
-note "benchmarks (ResNet-50 FP16/INT8 b64, BlazeFace b32, preprocessing bandwidth): NOT IMPLEMENTED (needs edgert bench --device cuda and the FP16/INT8 executor paths)"
+# 4. Benchmarks.
+resnet=""
+for f in models/generated/resnet50*.onnx models/resnet50*.onnx; do [ -f "$f" ] && { resnet=$f; break; }; done
+if [ -z "$resnet" ] && $PY -c 'import torch, torchvision' 2>/dev/null; then
+  resnet=target/resnet50_random.onnx
+  $PY - "$resnet" <<'PY' || resnet=""
+import sys, torch, torchvision
+m = torchvision.models.resnet50(weights=None).eval()  # random weights: for timing only
+x = torch.randn(1, 3, 224, 224)
+kw = dict(input_names=["data"], output_names=["logits"], dynamic_axes={"data": {0: "N"}}, opset_version=17)
+try:
+    torch.onnx.export(m, x, sys.argv[1], dynamo=False, **kw)
+except TypeError:
+    torch.onnx.export(m, x, sys.argv[1], **kw)
+PY
+fi
+bench() { # label, model, extra args...
+  local label=$1 model=$2; shift 2
+  [ -f "$model" ] || { note "bench $label: skipped (no $model)"; return; }
+  local j
+  if j=$(timeout 120 $B bench "$model" --device cuda --warmup 10 --duration 3 --json "$@" 2>target/bench-err.txt); then
+    note "bench $label: $(echo "$j" | $PY tests/gpu/bench_summary.py)"
+  else
+    note "bench $label: FAIL ($(grep -m1 -i error target/bench-err.txt | cut -c1-300))"; fail=1
+  fi
+}
+bench "blazeface_short b1" models/blazeface_short.onnx --batch 1
+bench "blazeface_full b1" models/blazeface_full.onnx --batch 1
+echo "== profile: blazeface_short b1 (slowest 12 nodes)"
+timeout 120 $B bench models/blazeface_short.onnx --device cuda --duration 1 --profile 2>&1 | grep -A12 '^profile'
+bench "speech_embedding_body b1" models/kws/speech_embedding_body.onnx --batch 1
+bench "silero_vad_16k_conv2d" models/kws/silero_vad_16k_conv2d.onnx
+if [ -n "$resnet" ]; then
+  for b in 1 8 64; do bench "resnet50 fp32 b$b" "$resnet" --batch $b; done
+  echo "== profile: resnet50 fp32 b64 (slowest 12 nodes)"
+  timeout 120 $B bench "$resnet" --device cuda --batch 64 --duration 1 --profile 2>&1 | grep -A12 '^profile'
+  if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    ref=$($PY - <<'PY'
+import time, torch, torchvision
+torch.backends.cudnn.benchmark = True
+m = torchvision.models.resnet50(weights=None).eval().cuda()
+out = []
+for dt, name in ((torch.float32, "fp32"), (torch.float16, "fp16")):
+    mm = m.to(dt)
+    for b in (1, 64):
+        x = torch.randn(b, 3, 224, 224, device="cuda", dtype=dt)
+        with torch.inference_mode():
+            for _ in range(10): mm(x)
+            torch.cuda.synchronize(); ts = []
+            for _ in range(30):
+                t = time.perf_counter(); mm(x); torch.cuda.synchronize(); ts.append(time.perf_counter() - t)
+        ts.sort(); med = ts[len(ts) // 2]
+        out.append(f"{name} b{b} {b / med:.0f} img/s ({med * 1e3:.2f} ms)")
+print("; ".join(out))
+PY
+)
+    note "reference: PyTorch $($PY -c 'import torch; print(torch.__version__)') eager (cuDNN) resnet50, on-GPU input: $ref"
+  fi
+else
+  note "bench resnet50: skipped (no ResNet-50 model and no torch to make one)"
+fi
+note "not measured: FP16/INT8 on CUDA (the executor runs FP32 engines; quantized/f16 nodes would fall back to the CPU), preprocessing-kernel bandwidth"
+
 echo
 echo "GPU: $gpu"
 printf '%s\n' "${results[@]}"

@@ -1,4 +1,4 @@
-//! `edgert bench`: trtexec-style timing of a model or engine on the CPU backend — random or
+//! `edgert bench`: trtexec-style timing of a model or engine on the CPU or CUDA backend — random or
 //! given inputs, warm-up, a number of iterations or a duration, then throughput and latency
 //! percentiles, build time, arena and weight sizes; `--profile` adds time per node.
 
@@ -49,6 +49,10 @@ pub struct BenchArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Where to run: `cpu`, or `cuda` (GPU 0; nodes without a CUDA kernel run on the CPU
+    /// and are listed). On CUDA the report splits each run into H2D, GPU compute and D2H.
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
+    pub device: String,
 }
 
 /// Latency statistics in milliseconds.
@@ -135,10 +139,8 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             .collect();
         shapes.insert(v.name.clone(), concrete);
     }
-    let t_ctx = Instant::now();
-    let mut ctx = Context::with_threads(engine.clone(), &shapes, threads)?;
-    let context_ms = t_ctx.elapsed().as_secs_f64() * 1e3;
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut inputs: Vec<(String, Tensor)> = Vec::new();
     for &id in &graph.inputs {
         let v = &graph.values[id];
         let t = match given.remove(&v.name) {
@@ -163,9 +165,19 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
                 Tensor::new(shape.clone(), data)?
             }
         };
-        ctx.set_input(&v.name, &t)?;
+        inputs.push((v.name.clone(), t));
     }
     let batch = shapes.values().filter_map(|s| s.first().copied()).max().unwrap_or(1);
+    if args.device == "cuda" {
+        let what = Report { name: args.model.display().to_string(), precision, batch, build_ms };
+        return bench_cuda(args, &engine, &shapes, &inputs, &what);
+    }
+    let t_ctx = Instant::now();
+    let mut ctx = Context::with_threads(engine.clone(), &shapes, threads)?;
+    let context_ms = t_ctx.elapsed().as_secs_f64() * 1e3;
+    for (name, t) in &inputs {
+        ctx.set_input(name, t)?;
+    }
 
     for _ in 0..args.warmup {
         ctx.run()?;
@@ -173,15 +185,8 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     let steps = ctx.plan().steps.len();
     let mut per_step: Vec<Vec<f64>> = if args.profile { vec![Vec::new(); steps] } else { Vec::new() };
     let mut lat = Vec::new();
-    let deadline = Duration::from_secs_f64(args.duration.max(0.0));
     let t_all = Instant::now();
-    loop {
-        let done = lat.len();
-        match args.iterations {
-            Some(n) if done >= n => break,
-            None if done >= 10 && t_all.elapsed() >= deadline => break,
-            _ => {}
-        }
+    while keep_going(args, lat.len(), t_all) {
         let t0 = Instant::now();
         if args.profile {
             let mut last = t0;
@@ -240,11 +245,165 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         s.min, s.median, s.mean, s.p90, s.p95, s.p99, s.max
     );
     if args.profile {
-        let total: f64 = profile.iter().map(|p| p.2).sum();
-        println!("profile (median ms per node, slowest first; sum {total:.3} ms):");
-        for (n, o, ms) in &profile {
-            println!("  {ms:>9.4} {:>5.1}%  {o:<20} {n}", 100.0 * ms / total.max(1e-12));
+        print_profile(&profile, "median ms per node");
+    }
+    Ok(())
+}
+
+/// The `--profile` table, slowest node first.
+fn print_profile(profile: &[(String, String, f64)], what: &str) {
+    let total: f64 = profile.iter().map(|p| p.2).sum();
+    println!("profile ({what}, slowest first; sum {total:.3} ms):");
+    for (n, o, ms) in profile {
+        println!("  {ms:>9.4} {:>5.1}%  {o:<20} {n}", 100.0 * ms / total.max(1e-12));
+    }
+}
+
+/// What a report names besides the timings.
+struct Report {
+    name: String,
+    precision: String,
+    batch: usize,
+    build_ms: f64,
+}
+
+/// Runs until `--iterations` runs or `--duration` seconds (at least 10 runs) have passed.
+fn keep_going(args: &BenchArgs, done: usize, started: Instant) -> bool {
+    match args.iterations {
+        Some(n) => done < n,
+        None => done < 10 || started.elapsed() < Duration::from_secs_f64(args.duration.max(0.0)),
+    }
+}
+
+/// `--device cuda`: each timed run is inputs host→device, the graph on the GPU, outputs
+/// device→host, with a stream synchronization after each phase so that each is timed by
+/// the host clock (as trtexec's H2D / GPU compute / D2H split).
+fn bench_cuda(
+    args: &BenchArgs,
+    engine: &Arc<edgert_core::Engine>,
+    shapes: &HashMap<String, Vec<usize>>,
+    inputs: &[(String, Tensor)],
+    what: &Report,
+) -> Result<()> {
+    let opts = edgert_cuda::ExecOptions { cpu_fallback: true, ..Default::default() };
+    let t_ctx = Instant::now();
+    let mut ctx = edgert_cuda::GpuContext::new(engine.clone(), shapes, opts)
+        .map_err(|e| anyhow::anyhow!(e).context("--device cuda"))?;
+    let context_ms = t_ctx.elapsed().as_secs_f64() * 1e3;
+    let fallbacks: Vec<String> = ctx.cpu_fallbacks().iter().map(|(n, o, _)| format!("{n} ({o})")).collect();
+    for f in &fallbacks {
+        eprintln!("note: node {f} runs on the CPU: no CUDA kernel for it");
+    }
+    let outputs = ctx.output_names().len();
+    let once = |ctx: &mut edgert_cuda::GpuContext| -> Result<[f64; 4]> {
+        let t0 = Instant::now();
+        for (name, t) in inputs {
+            ctx.set_input(name, t)?;
         }
+        ctx.synchronize()?;
+        let t1 = Instant::now();
+        ctx.run()?;
+        ctx.synchronize()?;
+        let t2 = Instant::now();
+        for i in 0..outputs {
+            ctx.output(i)?;
+        }
+        let t3 = Instant::now();
+        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+        Ok([ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t0, t3)])
+    };
+    let t_first = Instant::now();
+    once(&mut ctx)?;
+    let first_ms = t_first.elapsed().as_secs_f64() * 1e3;
+    for _ in 1..args.warmup {
+        once(&mut ctx)?;
+    }
+    let (mut h2d, mut gpu, mut d2h, mut total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let started = Instant::now();
+    while keep_going(args, total.len(), started) {
+        let [a, b, c, d] = once(&mut ctx)?;
+        h2d.push(a);
+        gpu.push(b);
+        d2h.push(c);
+        total.push(d);
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let iters = total.len();
+    let ips = iters as f64 / wall;
+    let (h, g, d, s) = (stats(&mut h2d), stats(&mut gpu), stats(&mut d2h), stats(&mut total));
+    // `--profile`: separate runs that wait for the GPU after each step, so that the times
+    // above stay those of normal runs.
+    let mut profile: Vec<(String, String, f64)> = Vec::new();
+    if args.profile {
+        let steps = ctx.plan().steps.len();
+        let mut per_step: Vec<Vec<f64>> = vec![Vec::new(); steps];
+        for _ in 0..iters.clamp(5, 50) {
+            let mut last = Instant::now();
+            ctx.run_observed(|si| {
+                let now = Instant::now();
+                per_step[si].push((now - last).as_secs_f64() * 1e3);
+                last = now;
+            })?;
+        }
+        let graph = &engine.graph;
+        for (si, times) in per_step.iter_mut().enumerate() {
+            let node = &graph.nodes[ctx.plan().steps[si].node];
+            profile.push((node.name.clone(), node.op_type.clone(), stats(times).median));
+        }
+        profile.sort_by(|a, b| b.2.total_cmp(&a.2));
+    }
+    let layout = ctx.layout();
+    let device = ctx.device().describe();
+    if args.json {
+        let lat = |s: Stats| {
+            serde_json::json!({"min": s.min, "median": s.median, "mean": s.mean, "p90": s.p90,
+                               "p95": s.p95, "p99": s.p99, "max": s.max})
+        };
+        let j = serde_json::json!({
+            "model": what.name, "device": device, "batch": what.batch, "precision": what.precision,
+            "iterations": iters, "throughput_inferences_per_s": ips,
+            "throughput_items_per_s": ips * what.batch as f64,
+            "latency_ms": lat(s), "h2d_ms": lat(h), "gpu_compute_ms": lat(g), "d2h_ms": lat(d),
+            "first_run_ms": first_ms, "build_ms": what.build_ms, "context_ms": context_ms,
+            "arena_bytes": layout.arena_bytes, "weights_bytes": layout.weights_bytes,
+            "staging_bytes": layout.staging_bytes, "cpu_fallbacks": fallbacks,
+            "profile": profile.iter().map(|(n, o, ms)| serde_json::json!({"node": n, "op": o, "median_ms": ms})).collect::<Vec<_>>(),
+        });
+        println!("{j}");
+        return Ok(());
+    }
+    println!("model       {}", what.name);
+    println!("inputs      {:?}", ctx.plan().input_shapes);
+    println!("backend     cuda ({device}), {}", what.precision);
+    println!(
+        "build       {:.1} ms (load + passes), context {context_ms:.1} ms (plan + kernels + weights upload), \
+         first run {first_ms:.1} ms",
+        what.build_ms
+    );
+    println!(
+        "memory      device arena {} B, weights {} B, pinned staging {} B",
+        layout.arena_bytes, layout.weights_bytes, layout.staging_bytes
+    );
+    if !fallbacks.is_empty() {
+        println!("cpu nodes   {} ({})", fallbacks.len(), fallbacks.join(", "));
+    }
+    println!(
+        "throughput  {ips:.2} inferences/s, {:.2} items/s (batch {}, {iters} runs)",
+        ips * what.batch as f64,
+        what.batch
+    );
+    let line = |label: &str, s: Stats| {
+        println!(
+            "{label:<11} min {:.3}  median {:.3}  mean {:.3}  p90 {:.3}  p95 {:.3}  p99 {:.3}  max {:.3}",
+            s.min, s.median, s.mean, s.p90, s.p95, s.p99, s.max
+        )
+    };
+    line("latency ms", s);
+    line("  h2d ms", h);
+    line("  gpu ms", g);
+    line("  d2h ms", d);
+    if args.profile {
+        print_profile(&profile, "median ms per node with the GPU awaited after each");
     }
     Ok(())
 }
