@@ -354,6 +354,10 @@ fn bench_cuda(
     }
     let layout = ctx.layout();
     let device = ctx.device().describe();
+    let graph = match ctx.cuda_graph() {
+        Ok(()) => "replayed".to_string(),
+        Err(why) => format!("not used: {why}"),
+    };
     if args.json {
         let lat = |s: Stats| {
             serde_json::json!({"min": s.min, "median": s.median, "mean": s.mean, "p90": s.p90,
@@ -366,7 +370,7 @@ fn bench_cuda(
             "latency_ms": lat(s), "h2d_ms": lat(h), "gpu_compute_ms": lat(g), "d2h_ms": lat(d),
             "first_run_ms": first_ms, "build_ms": what.build_ms, "context_ms": context_ms,
             "arena_bytes": layout.arena_bytes, "weights_bytes": layout.weights_bytes,
-            "staging_bytes": layout.staging_bytes, "cpu_fallbacks": fallbacks,
+            "staging_bytes": layout.staging_bytes, "cpu_fallbacks": fallbacks, "cuda_graph": graph,
             "profile": profile.iter().map(|(n, o, ms)| serde_json::json!({"node": n, "op": o, "median_ms": ms})).collect::<Vec<_>>(),
         });
         println!("{j}");
@@ -374,7 +378,7 @@ fn bench_cuda(
     }
     println!("model       {}", what.name);
     println!("inputs      {:?}", ctx.plan().input_shapes);
-    println!("backend     cuda ({device}), {}", what.precision);
+    println!("backend     cuda ({device}), {}, CUDA graph {graph}", what.precision);
     println!(
         "build       {:.1} ms (load + passes), context {context_ms:.1} ms (plan + kernels + weights upload), \
          first run {first_ms:.1} ms",

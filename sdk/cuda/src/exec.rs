@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUdeviceptr, CUfunction, CUstream};
-use cudarc::driver::{CudaContext, CudaModule, CudaStream, result};
+use cudarc::driver::sys::{CUdeviceptr, CUfunction, CUgraphInstantiate_flags, CUstream, CUstreamCaptureMode};
+use cudarc::driver::{CudaContext, CudaGraph, CudaModule, CudaStream, result};
 use edgert_core::graph::ValueId;
 use edgert_core::plan::{Plan, Slot};
 use edgert_core::{Engine, Tensor};
@@ -34,6 +34,19 @@ pub struct ExecOptions {
     pub device: usize,
     /// Run nodes with no CUDA kernel on the CPU (logged and reported) instead of failing.
     pub cpu_fallback: bool,
+    /// Launch every kernel on every run. By default a context whose steps all run on the
+    /// GPU captures its first run as a CUDA graph and replays it (one launch per run).
+    pub kernel_by_kernel: bool,
+}
+
+/// Whether runs replay a captured CUDA graph.
+enum GraphState {
+    /// Not captured yet (the next `run` tries).
+    Untried,
+    /// Captured: `run` replays it.
+    Ready(CudaGraph),
+    /// Not used, for the reason given (a CPU step, the option, or a failed capture).
+    Off(&'static str),
 }
 
 /// An opened device: its context, architecture and the driver/NVRTC versions.
@@ -136,6 +149,8 @@ impl Drop for Pinned {
 
 /// A context on the GPU: what [`edgert_core::Context`] is on the CPU.
 pub struct GpuContext {
+    // First: a captured graph is destroyed before the stream and modules it uses.
+    graph: GraphState,
     engine: Arc<Engine>,
     plan: Plan,
     kernels: Vec<StepKernel>,
@@ -203,7 +218,15 @@ impl GpuContext {
             kernels.iter().filter(|k| !matches!(k, StepKernel::Skip)).count(),
             kernels.iter().filter(|k| matches!(k, StepKernel::Cpu { .. })).count()
         );
+        let graph = if opts.kernel_by_kernel {
+            GraphState::Off("turned off (kernel by kernel)")
+        } else if kernels.iter().any(|k| matches!(k, StepKernel::Cpu { .. })) {
+            GraphState::Off("some nodes run on the CPU")
+        } else {
+            GraphState::Untried
+        };
         Ok(GpuContext {
+            graph,
             engine,
             plan,
             kernels,
@@ -305,8 +328,52 @@ impl GpuContext {
     }
 
     /// Runs every step on the stream (CPU fallback steps synchronize around themselves).
+    /// The first run of a context that is all GPU is captured as a CUDA graph, which later
+    /// runs replay; if capture fails the context says so once and launches kernel by kernel.
     pub fn run(&mut self) -> Result<()> {
-        self.run_steps(None)
+        match &self.graph {
+            GraphState::Ready(g) => {
+                g.launch()?;
+                return Ok(());
+            }
+            GraphState::Off(_) => return self.run_steps(None),
+            GraphState::Untried => {}
+        }
+        match self.capture() {
+            Ok(g) => {
+                g.launch()?;
+                self.graph = GraphState::Ready(g);
+                Ok(())
+            }
+            Err(e) => {
+                log::warn!("CUDA graph capture failed ({e}); launching kernel by kernel");
+                self.graph = GraphState::Off("capture failed");
+                self.run_steps(None)
+            }
+        }
+    }
+
+    /// Records one run's launches as a CUDA graph (nothing runs while capturing). Kernel
+    /// arguments are fixed for the context's life (arena, weights and parameters never
+    /// move), so replays see new inputs that `set_input` copied into the arena.
+    fn capture(&mut self) -> Result<CudaGraph> {
+        self.device.ctx.bind_to_thread()?;
+        self.stream.synchronize()?;
+        self.stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        let recorded = self.run_steps(None);
+        // End the capture whatever happened, so the stream is usable again.
+        let ended = self.stream.end_capture(CUgraphInstantiate_flags(0));
+        recorded?;
+        ended?.ok_or_else(|| Error::Invalid("stream capture produced no graph".into()))
+    }
+
+    /// Whether runs replay a CUDA graph, or why not.
+    pub fn cuda_graph(&self) -> std::result::Result<(), &'static str> {
+        match &self.graph {
+            GraphState::Ready(_) => Ok(()),
+            GraphState::Untried => Err("not captured yet (captured by the first run)"),
+            GraphState::Off(why) => Err(why),
+        }
     }
 
     /// Runs like [`run`](Self::run), but waits for the stream after each step and then

@@ -35,18 +35,17 @@ impl Rng {
 }
 
 /// One node `op` over runtime inputs `ins` (name, shape) and constants `consts`; checks the
-/// GPU result against the reference.
+/// GPU result against the reference for two sets of random inputs in one context, both as
+/// a replayed CUDA graph (the default: the second run replays the first run's capture with
+/// new inputs) and kernel by kernel.
 fn check(op: &str, attrs: Attrs, ins: &[(&str, &[usize])], consts: &[(&str, &[usize])], seed: u64) {
     let mut rng = Rng(seed);
     let mut g = Graph { opset: 17, ..Default::default() };
     let mut node_inputs = Vec::new();
-    let mut values = HashMap::new();
     for (name, shape) in ins {
         let id = g.add_value(name, Some(DType::F32), Some(shape.iter().map(|&d| Dim::Fixed(d)).collect()));
         g.inputs.push(id);
         node_inputs.push(Some(id));
-        let n = shape.iter().product();
-        values.insert(name.to_string(), Tensor::from_f32(shape, rng.f32s(n)).unwrap());
     }
     for (name, shape) in consts {
         let n = shape.iter().product();
@@ -55,17 +54,35 @@ fn check(op: &str, attrs: Attrs, ins: &[(&str, &[usize])], consts: &[(&str, &[us
     let y = g.add_value("y", None, None);
     g.add_node("node", op, attrs, node_inputs, vec![Some(y)]).unwrap();
     g.outputs.push(y);
-    let want = g.run_reference(&values).unwrap();
+    let cases: Vec<(HashMap<String, Tensor>, Tensor)> = (0..2)
+        .map(|_| {
+            let values: HashMap<String, Tensor> = ins
+                .iter()
+                .map(|(name, shape)| {
+                    let n = shape.iter().product();
+                    (name.to_string(), Tensor::from_f32(shape, rng.f32s(n)).unwrap())
+                })
+                .collect();
+            let want = g.run_reference(&values).unwrap().remove(0);
+            (values, want)
+        })
+        .collect();
     let engine = Arc::new(Engine::from_graph(g).unwrap());
-    let shapes: HashMap<String, Vec<usize>> = values.iter().map(|(k, v)| (k.clone(), v.shape().to_vec())).collect();
-    let mut ctx = GpuContext::new(engine, &shapes, ExecOptions::default()).unwrap_or_else(|e| panic!("{op}: {e}"));
-    for (k, v) in &values {
-        ctx.set_input(k, v).unwrap();
-    }
-    ctx.run().unwrap_or_else(|e| panic!("{op}: {e}"));
-    let got = ctx.output(0).unwrap();
-    if let Some(m) = mismatch(&got, &want[0], Tolerance::F32) {
-        panic!("{op} {ins:?} {consts:?}: {m}");
+    let shapes: HashMap<String, Vec<usize>> = ins.iter().map(|(k, s)| (k.to_string(), s.to_vec())).collect();
+    for kernel_by_kernel in [false, true] {
+        let opts = ExecOptions { kernel_by_kernel, ..Default::default() };
+        let mut ctx = GpuContext::new(engine.clone(), &shapes, opts).unwrap_or_else(|e| panic!("{op}: {e}"));
+        for (i, (values, want)) in cases.iter().enumerate() {
+            for (k, v) in values {
+                ctx.set_input(k, v).unwrap();
+            }
+            ctx.run().unwrap_or_else(|e| panic!("{op}: {e}"));
+            let got = ctx.output(0).unwrap();
+            if let Some(m) = mismatch(&got, want, Tolerance::F32) {
+                panic!("{op} {ins:?} {consts:?}, inputs #{i}, kernel by kernel {kernel_by_kernel}: {m}");
+            }
+        }
+        assert_eq!(ctx.cuda_graph().is_ok(), !kernel_by_kernel, "{op}: {:?}", ctx.cuda_graph());
     }
     eprintln!("ok {op} {ins:?} {consts:?}");
 }
