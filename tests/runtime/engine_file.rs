@@ -42,6 +42,15 @@ fn round_trip_gives_identical_outputs() {
     assert_eq!(ctx.plan().summary(&ctx.engine().graph), recorded, "plan on load differs from the recorded plan");
     let b = run(Arc::new(loaded), &g);
     assert_eq!(a, b, "outputs after save/load differ");
+    // Tools tell engines from ONNX models by the magic, whatever the file is called.
+    assert!(Engine::is_engine_file(&path));
+    let renamed = dir.join("model.onnx");
+    std::fs::copy(&path, &renamed).unwrap();
+    assert!(Engine::is_engine_file(&renamed));
+    assert!(!Engine::is_engine_file(&g.model), "an ONNX model");
+    std::fs::write(dir.join("short"), &bytes[..3]).unwrap();
+    assert!(!Engine::is_engine_file(&dir.join("short")), "shorter than the magic");
+    assert!(!Engine::is_engine_file(&dir.join("missing")), "no such file");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -394,7 +394,7 @@ fn print_precision_summary(engine: &Engine) {
 }
 
 fn is_engine(path: &Path) -> bool {
-    std::fs::read(path).map(|b| b.starts_with(edgert_core::engine::MAGIC)).unwrap_or(false)
+    Engine::is_engine_file(path)
 }
 
 fn load_engine(path: &Path) -> Result<Engine> {

@@ -156,11 +156,21 @@ pub struct Detector {
     embedding_runs: u64,
 }
 
+/// A context for `model`: an ONNX model (optimized here, FP32) or an engine file made by
+/// `edgert build` (in the precision it was built with, e.g. `--precision int8`).
 fn plan_engine(model: &Path, shapes: &[(&str, Vec<usize>)]) -> Result<Context> {
-    let graph = onnx::load_model(model).with_context(|| format!("loading {}", model.display()))?;
     let shapes: HashMap<String, Vec<usize>> = shapes.iter().map(|(n, s)| (n.to_string(), s.clone())).collect();
-    let engine = Arc::new(Engine::build(graph, Some(&shapes))?);
-    Ok(Context::new(engine, &shapes)?)
+    let engine = if Engine::is_engine_file(model) {
+        let engine = Engine::load(model).with_context(|| format!("loading engine {}", model.display()))?;
+        if !engine.build.precision.is_empty() && engine.build.precision != "fp32" {
+            log::info!("{}: a {} engine", model.display(), engine.build.precision);
+        }
+        engine
+    } else {
+        let graph = onnx::load_model(model).with_context(|| format!("loading {}", model.display()))?;
+        Engine::build(graph, Some(&shapes))?
+    };
+    Ok(Context::new(Arc::new(engine), &shapes)?)
 }
 
 impl Detector {

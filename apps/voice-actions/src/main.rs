@@ -27,7 +27,8 @@ struct Models {
     /// Streaming log-mel front end (models/kws/split_embedding.py makes it).
     #[arg(long, default_value = "models/kws/speech_embedding_frontend.onnx")]
     frontend: PathBuf,
-    /// Conv body of the speech embedding over 76 log-mel frames.
+    /// Conv body of the speech embedding over 76 log-mel frames: the ONNX model, or an
+    /// engine built from it (`edgert build BODY -o body.edgert --precision int8|fp16 ...`).
     #[arg(long, default_value = "models/kws/speech_embedding_body.onnx")]
     body: PathBuf,
     /// A whole-window embedding model instead (samples:0 [1, 12400], e.g.

@@ -367,6 +367,14 @@ impl Engine {
         std::fs::write(path, bytes).map_err(|e| Error::Io { path: path.display().to_string(), source: e })
     }
 
+    /// Whether `path` starts with the engine file magic (reads 8 bytes; false when it
+    /// cannot be read): how tools tell `model.edgert` from `model.onnx` whatever the name.
+    pub fn is_engine_file(path: &Path) -> bool {
+        use std::io::Read;
+        let mut head = [0u8; MAGIC.len()];
+        std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && &head == MAGIC
+    }
+
     /// Reads an engine file.
     pub fn load(path: &Path) -> Result<Engine> {
         let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
