@@ -393,6 +393,10 @@ mod tests {
             (1, 3, 8, 33, 3, 3, 5, 5, 2, 1, [0, 0, 0, 0]),
             (1, 3, 128, 128, 24, 1, 5, 5, 2, 1, [1, 1, 2, 2]),
             (2, 5, 20, 36, 7, 1, 3, 3, 3, 2, [2, 3, 0, 1]),
+            // Few input channels (the direct kernel on AVX2): dilated, batch 2, 5x3 with
+            // asymmetric pads and odd widths.
+            (2, 2, 11, 21, 7, 1, 3, 3, 1, 2, [2, 1, 0, 2]),
+            (2, 4, 9, 17, 9, 1, 5, 3, 1, 1, [2, 1, 2, 1]),
             // 1-D (h = 0 marks it: X is [n, c, w], pads are [left, right] from [_, l, _, r]),
             // as in Silero VAD: an STFT as a strided conv, a k=3 encoder, depthwise, pointwise.
             (1, 1, 0, 640, 258, 1, 1, 256, 128, 1, [0, 0, 0, 0]),
