@@ -267,12 +267,33 @@ fn build_int8(graph: Graph, shapes: &HashMap<String, Vec<usize>>, o: &Int8Build)
         let (_, samples) = calib::samples(dir, &inputs, o.image)?;
         let samples: Vec<edgert_core::quant::collect::Sample> = samples.collect::<edgert_core::Result<_>>()?;
         let error_samples = &samples[..n_error.max(1).min(samples.len())];
-        let best = edgert_core::best::BestOptions { max_error, threads: o.threads.max(1), weight_bits: o.weight_bits };
         let t0 = std::time::Instant::now();
+        // Timing every candidate layer in every precision is the slow part on big models:
+        // a live count on a terminal, as for calibration.
+        // It overwrites the calibration count's line (\x1b[K clears the rest), whose
+        // `finish` ends it; with a calibration cache the line is ended below.
+        let live = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let shown = std::cell::Cell::new(false);
+        let timing = |k: usize, n: usize| {
+            if live {
+                eprint!("\r\x1b[Kbest: timing layer {k}/{n}, {:.1} s", t0.elapsed().as_secs_f64());
+                shown.set(true);
+            }
+        };
+        let best = edgert_core::best::BestOptions {
+            max_error,
+            threads: o.threads.max(1),
+            weight_bits: o.weight_bits,
+            progress: Some(&timing),
+        };
         let (engine, scales) = match existing {
             Some(path) => {
                 let cache = CalibrationCache::read(path).with_context(|| format!("reading {}", path.display()))?;
-                Engine::build_best(graph, Some(shapes), Int8Scales::Cache(cache), error_samples, &best)?
+                let built = Engine::build_best(graph, Some(shapes), Int8Scales::Cache(cache), error_samples, &best);
+                if shown.get() {
+                    eprintln!();
+                }
+                built?
             }
             None => {
                 let method = Method::parse(o.method)?;

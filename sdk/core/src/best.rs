@@ -57,14 +57,17 @@ impl Precision {
 }
 
 /// Choices of a `best` build.
-#[derive(Clone, Copy, Debug)]
-pub struct BestOptions {
+#[derive(Clone, Copy)]
+pub struct BestOptions<'a> {
     /// The largest model error allowed (see the module doc), e.g. 0.02.
     pub max_error: f32,
     /// Threads the timing and error runs use (those the engine will run with).
     pub threads: usize,
     /// Bits of INT8 weights (see [`crate::engine::Int8Options::weight_bits`]).
     pub weight_bits: u32,
+    /// Called as the timing of each candidate layer starts, with (its number from 1, how
+    /// many): the slow part of a `best` build on a big model, for a progress display.
+    pub progress: Option<&'a dyn Fn(usize, usize)>,
 }
 
 /// What the build learnt about one candidate layer.
@@ -214,7 +217,7 @@ pub(crate) fn choose(
     shapes: Option<&HashMap<String, Vec<usize>>>,
     scales: &CalibrationCache,
     error_samples: &[Sample],
-    options: &BestOptions,
+    options: &BestOptions<'_>,
 ) -> Result<(Graph, Vec<LayerPrecision>, f32)> {
     if options.max_error.is_nan() || options.max_error < 0.0 {
         invalid!("the error budget must be a number >= 0, got {}", options.max_error);
@@ -230,7 +233,16 @@ pub(crate) fn choose(
         let plan = plan::plan(&g, shapes)?;
         timed.push((p, g, plan));
     }
+    let candidates = (0..v.fp32.len()).filter(|&i| v.has(i, Precision::Fp16) || v.has(i, Precision::Int8)).count();
+    let mut started = 0;
     let mut time = |p: Precision, i: usize| -> Result<f64> {
+        // `choose_timed` times each candidate's FP32 version first.
+        if p == Precision::Fp32 {
+            started += 1;
+            if let Some(progress) = options.progress {
+                progress(started, candidates);
+            }
+        }
         let Some((_, g, plan)) = timed.iter().find(|t| t.0 == p) else { invalid!("no {} version", p.name()) };
         Ok(tune::time_node(g, plan, i, options.threads)? * 1e3)
     };
@@ -458,7 +470,12 @@ mod tests {
 
     #[test]
     fn build_best_runs_reports_and_round_trips() {
-        let options = BestOptions { max_error: 0.05, threads: 1, weight_bits: 8 };
+        let last = std::cell::Cell::new((0, 0));
+        let progress = |k, n| {
+            assert_eq!(k, last.get().0 + 1, "one call per candidate layer, in order");
+            last.set((k, n));
+        };
+        let options = BestOptions { max_error: 0.05, threads: 1, weight_bits: 8, progress: Some(&progress) };
         let error_samples: Vec<Sample> = samples(3, 2).map(|s| s.unwrap()).collect();
         let calibrate = Int8Scales::Calibrate {
             samples: &mut samples(1, 4),
@@ -469,6 +486,10 @@ mod tests {
         let (engine, _) = Engine::build_best(net(), None, calibrate, &error_samples, &options).unwrap();
         let err = engine.build.measured_error.unwrap();
         assert!(err <= 0.05, "{err}");
+        // Every candidate (a layer with an INT8 or FP16 version) was timed and announced.
+        let candidates = engine.build.layers.iter().filter(|l| !l.reason.starts_with("no faster version")).count();
+        assert_eq!(last.get(), (candidates, candidates));
+        assert!(candidates >= 1);
         assert_eq!(engine.build.precision, "best");
         assert_eq!(engine.build.layers.len(), engine.graph.nodes.len());
         let loaded = Engine::from_bytes(&engine.to_bytes().unwrap()).unwrap();
@@ -479,7 +500,7 @@ mod tests {
         ctx.set_input("x", &x).unwrap();
         ctx.run().unwrap();
         // Errors are clear: no samples, or a budget that is not a number.
-        let no = BestOptions { max_error: f32::NAN, threads: 1, weight_bits: 8 };
+        let no = BestOptions { max_error: f32::NAN, progress: None, ..options };
         let cache = Int8Scales::Cache(CalibrationCache { method: Method::MinMax, scales: Default::default() });
         let e = Engine::build_best(net(), None, cache, &error_samples, &no).unwrap_err();
         assert!(e.to_string().contains("error budget"), "{e}");

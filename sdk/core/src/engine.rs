@@ -308,7 +308,7 @@ impl Engine {
         shapes: Option<&HashMap<String, Vec<usize>>>,
         scales: Int8Scales,
         error_samples: &[Sample],
-        options: &crate::best::BestOptions,
+        options: &crate::best::BestOptions<'_>,
     ) -> Result<(Engine, CalibrationCache)> {
         let mut report = optimize(&mut graph)?;
         let cache = scales.resolve(&graph)?;
