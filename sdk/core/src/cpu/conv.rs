@@ -68,7 +68,7 @@ impl Conv2d {
     /// most of its time writing and packing it; [`dense_direct`] sums taps in registers.
     /// Taken on AVX2 and AVX-512 CPUs, where it was measured faster.
     fn is_small_dense(&self) -> bool {
-        self.group == 1 && self.c <= DIRECT_MAX_C && !self.is_pointwise() && self.kw <= DIRECT_MAX_KW
+        self.group == 1 && self.c <= DIRECT_MAX_C && !self.is_pointwise() && self.kw <= MAX_DW_TAPS
     }
     /// Whether [`conv2d`] runs the direct small-channel kernel on `isa`.
     pub fn takes_dense_direct(&self, isa: Isa) -> bool {
@@ -360,6 +360,16 @@ impl DwLayout {
     fn plane(&self) -> usize {
         self.rows * self.row_stride()
     }
+    /// Where kernel column `kx`'s input for output column 0 starts within a padded row:
+    /// its phase's sub-row, then its offset in it (the first `p.kw` entries are used).
+    fn column_taps(&self, p: &Conv2d) -> [usize; MAX_DW_TAPS] {
+        let (sx, dx) = (p.stride[1], p.dilation[1]);
+        let mut tap = [0usize; MAX_DW_TAPS];
+        for (kx, t) in tap.iter_mut().enumerate().take(p.kw) {
+            *t = (kx * dx % sx) * self.row_len + kx * dx / sx;
+        }
+        tap
+    }
 }
 
 /// Direct depthwise convolution, one task per (image, channel) plane: the plane is copied
@@ -397,8 +407,6 @@ fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &m
 
 /// Input channels up to which a dense convolution runs [`dense_direct`] (on AVX2).
 const DIRECT_MAX_C: usize = 4;
-/// The widest kernel row [`dense_direct`] takes (tap offsets live on the stack).
-const DIRECT_MAX_KW: usize = 32;
 /// Output channels [`dense_direct`] computes per pass over the input: 4 x 16 columns in 8
 /// AVX2 accumulators, each input load feeding 4 FMAs.
 const DIRECT_MB: usize = 4;
@@ -459,14 +467,11 @@ fn dense_direct(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y:
 unsafe fn dense_direct_avx2<const MB: usize>(p: &Conv2d, lay: &DwLayout, x: &[f32], w: &[f32], out: &mut [f32]) {
     use std::arch::x86_64::*;
     let (kh, kw, ow, np) = (p.kh, p.kw, p.ow, p.positions());
-    let (sy, sx, dy, dx) = (p.stride[0], p.stride[1], p.dilation[0], p.dilation[1]);
+    let (sy, dy) = (p.stride[0], p.dilation[0]);
     let taps = p.k();
-    debug_assert!(kw <= DIRECT_MAX_KW && x.len() == p.c * lay.plane() && w.len() == MB * taps);
+    debug_assert!(kw <= MAX_DW_TAPS && x.len() == p.c * lay.plane() && w.len() == MB * taps);
     debug_assert_eq!(out.len(), MB * np);
-    let mut tap = [0usize; DIRECT_MAX_KW];
-    for (kx, t) in tap.iter_mut().enumerate().take(kw) {
-        *t = (kx * dx % sx) * lay.row_len + kx * dx / sx;
-    }
+    let tap = lay.column_taps(p);
     let (row_stride, plane) = (lay.row_stride(), lay.plane());
     let (xp, wp) = (x.as_ptr(), w.as_ptr());
     let mut tail = [0f32; DW_LANES];
@@ -567,8 +572,8 @@ fn depthwise_plane_dispatch(isa: Isa, p: &Conv2d, lay: &DwLayout, x: &[f32], w: 
     }
 }
 
-/// The widest kernel row the AVX2 depthwise kernel takes (its tap offsets live on the stack).
-#[cfg(target_arch = "x86_64")]
+/// The widest kernel row the AVX2 direct kernels (depthwise and dense) take (their tap
+/// offsets live on the stack: [`DwLayout::column_taps`]).
 const MAX_DW_TAPS: usize = 32;
 
 /// One plane from its padded, phase-split copy `x`, sixteen (then eight) output columns at a
@@ -590,11 +595,8 @@ unsafe fn depthwise_plane_avx2<const KH: usize, const KW: usize>(
     let kw = if KW > 0 { KW } else { p.kw };
     debug_assert_eq!((kh, kw), (p.kh, p.kw));
     let ow = p.ow;
-    let (sy, sx, dy, dx) = (p.stride[0], p.stride[1], p.dilation[0], p.dilation[1]);
-    let mut tap = [0usize; MAX_DW_TAPS];
-    for (kx, t) in tap.iter_mut().enumerate().take(kw) {
-        *t = (kx * dx % sx) * lay.row_len + kx * dx / sx;
-    }
+    let (sy, dy) = (p.stride[0], p.dilation[0]);
+    let tap = lay.column_taps(p);
     let row_stride = lay.row_stride();
     let xp = x.as_ptr();
     let mut tail = [0f32; DW_LANES];
