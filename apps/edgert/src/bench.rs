@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use clap::Args;
 use edgert_core::graph::Dim;
+use edgert_core::plan::Plan;
 use edgert_core::{Context, DType, Tensor, TensorData, npy};
 
 /// Options of `edgert bench`.
@@ -65,6 +66,22 @@ struct Stats {
     p95: f64,
     p99: f64,
     max: f64,
+}
+
+impl Stats {
+    /// `{"min": …, "median": …, …}` for `--json`.
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({"min": self.min, "median": self.median, "mean": self.mean, "p90": self.p90,
+                           "p95": self.p95, "p99": self.p99, "max": self.max})
+    }
+
+    /// One report line, `label` padded to the report's column.
+    fn print(&self, label: &str) {
+        println!(
+            "{label:<11} min {:.3}  median {:.3}  mean {:.3}  p90 {:.3}  p95 {:.3}  p99 {:.3}  max {:.3}",
+            self.min, self.median, self.mean, self.p90, self.p95, self.p99, self.max
+        );
+    }
 }
 
 fn stats(ms: &mut [f64]) -> Stats {
@@ -208,28 +225,17 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     let weights = graph.weights_bytes();
     let name = args.model.display().to_string();
 
-    let mut profile: Vec<(String, String, f64)> = Vec::new();
-    if args.profile {
-        for (si, times) in per_step.iter_mut().enumerate() {
-            if times.is_empty() {
-                continue;
-            }
-            let node = &graph.nodes[plan.steps[si].node];
-            profile.push((node.name.clone(), node.op_type.clone(), stats(times).median));
-        }
-        profile.sort_by(|a, b| b.2.total_cmp(&a.2));
-    }
+    let profile = node_profile(graph, plan, &mut per_step);
 
     if args.json {
         let j = serde_json::json!({
             "model": name, "threads": ctx.threads(), "isa": ctx.isa().name(), "batch": batch,
             "precision": built, "int8_layers": int8_layers, "iterations": iters,
             "throughput_inferences_per_s": ips, "throughput_items_per_s": ips * batch as f64,
-            "latency_ms": {"min": s.min, "median": s.median, "mean": s.mean, "p90": s.p90,
-                            "p95": s.p95, "p99": s.p99, "max": s.max},
+            "latency_ms": s.json(),
             "build_ms": build_ms, "context_ms": context_ms,
             "arena_bytes": plan.arena_bytes, "scratch_bytes": plan.scratch_bytes, "weights_bytes": weights,
-            "profile": profile.iter().map(|(n, o, ms)| serde_json::json!({"node": n, "op": o, "median_ms": ms})).collect::<Vec<_>>(),
+            "profile": profile_json(&profile),
         });
         println!("{j}");
         return Ok(());
@@ -240,14 +246,31 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     println!("build       {build_ms:.1} ms (load + passes), context {context_ms:.1} ms (plan + arena)");
     println!("memory      arena {} B, scratch {} B, weights {} B", plan.arena_bytes, plan.scratch_bytes, weights);
     println!("throughput  {ips:.2} inferences/s, {:.2} items/s (batch {batch}, {iters} runs)", ips * batch as f64);
-    println!(
-        "latency ms  min {:.3}  median {:.3}  mean {:.3}  p90 {:.3}  p95 {:.3}  p99 {:.3}  max {:.3}",
-        s.min, s.median, s.mean, s.p90, s.p95, s.p99, s.max
-    );
+    s.print("latency ms");
     if args.profile {
         print_profile(&profile, "median ms per node");
     }
     Ok(())
+}
+
+/// (node, op type, median ms) of every step timed in `per_step`, slowest first (empty
+/// when nothing was profiled).
+fn node_profile(graph: &edgert_core::Graph, plan: &Plan, per_step: &mut [Vec<f64>]) -> Vec<(String, String, f64)> {
+    let mut profile = Vec::new();
+    for (si, times) in per_step.iter_mut().enumerate() {
+        if times.is_empty() {
+            continue;
+        }
+        let node = &graph.nodes[plan.steps[si].node];
+        profile.push((node.name.clone(), node.op_type.clone(), stats(times).median));
+    }
+    profile.sort_by(|a, b| b.2.total_cmp(&a.2));
+    profile
+}
+
+/// The `--profile` table for `--json`.
+fn profile_json(profile: &[(String, String, f64)]) -> Vec<serde_json::Value> {
+    profile.iter().map(|(n, o, ms)| serde_json::json!({"node": n, "op": o, "median_ms": ms})).collect()
 }
 
 /// The `--profile` table, slowest node first.
@@ -333,10 +356,9 @@ fn bench_cuda(
     let (h, g, d, s) = (stats(&mut h2d), stats(&mut gpu), stats(&mut d2h), stats(&mut total));
     // `--profile`: separate runs that wait for the GPU after each step, so that the times
     // above stay those of normal runs.
-    let mut profile: Vec<(String, String, f64)> = Vec::new();
+    let mut per_step: Vec<Vec<f64>> = Vec::new();
     if args.profile {
-        let steps = ctx.plan().steps.len();
-        let mut per_step: Vec<Vec<f64>> = vec![Vec::new(); steps];
+        per_step = vec![Vec::new(); ctx.plan().steps.len()];
         for _ in 0..iters.clamp(5, 50) {
             let mut last = Instant::now();
             ctx.run_observed(|si| {
@@ -345,13 +367,8 @@ fn bench_cuda(
                 last = now;
             })?;
         }
-        let graph = &engine.graph;
-        for (si, times) in per_step.iter_mut().enumerate() {
-            let node = &graph.nodes[ctx.plan().steps[si].node];
-            profile.push((node.name.clone(), node.op_type.clone(), stats(times).median));
-        }
-        profile.sort_by(|a, b| b.2.total_cmp(&a.2));
     }
+    let profile = node_profile(&engine.graph, ctx.plan(), &mut per_step);
     let layout = ctx.layout();
     let device = ctx.device().describe();
     let graph = match ctx.cuda_graph() {
@@ -359,19 +376,15 @@ fn bench_cuda(
         Err(why) => format!("not used: {why}"),
     };
     if args.json {
-        let lat = |s: Stats| {
-            serde_json::json!({"min": s.min, "median": s.median, "mean": s.mean, "p90": s.p90,
-                               "p95": s.p95, "p99": s.p99, "max": s.max})
-        };
         let j = serde_json::json!({
             "model": what.name, "device": device, "batch": what.batch, "precision": what.precision,
             "iterations": iters, "throughput_inferences_per_s": ips,
             "throughput_items_per_s": ips * what.batch as f64,
-            "latency_ms": lat(s), "h2d_ms": lat(h), "gpu_compute_ms": lat(g), "d2h_ms": lat(d),
+            "latency_ms": s.json(), "h2d_ms": h.json(), "gpu_compute_ms": g.json(), "d2h_ms": d.json(),
             "first_run_ms": first_ms, "build_ms": what.build_ms, "context_ms": context_ms,
             "arena_bytes": layout.arena_bytes, "weights_bytes": layout.weights_bytes,
             "staging_bytes": layout.staging_bytes, "cpu_fallbacks": fallbacks, "cuda_graph": graph,
-            "profile": profile.iter().map(|(n, o, ms)| serde_json::json!({"node": n, "op": o, "median_ms": ms})).collect::<Vec<_>>(),
+            "profile": profile_json(&profile),
         });
         println!("{j}");
         return Ok(());
@@ -396,16 +409,10 @@ fn bench_cuda(
         ips * what.batch as f64,
         what.batch
     );
-    let line = |label: &str, s: Stats| {
-        println!(
-            "{label:<11} min {:.3}  median {:.3}  mean {:.3}  p90 {:.3}  p95 {:.3}  p99 {:.3}  max {:.3}",
-            s.min, s.median, s.mean, s.p90, s.p95, s.p99, s.max
-        )
-    };
-    line("latency ms", s);
-    line("  h2d ms", h);
-    line("  gpu ms", g);
-    line("  d2h ms", d);
+    s.print("latency ms");
+    h.print("  h2d ms");
+    g.print("  gpu ms");
+    d.print("  d2h ms");
     if args.profile {
         print_profile(&profile, "median ms per node with the GPU awaited after each");
     }
