@@ -65,12 +65,20 @@ __device__ __forceinline__ float apply_act(float v, int act, float a, float b) {
   }
 }
 
+// The memory an epilogue reads for one output element (bias, residual). Kernels that store
+// several elements per thread load these for all of them first and then compute and store:
+// the compiler cannot move a load above a store to memory that may alias it, so an epilogue
+// that loads, computes and stores element by element waits one memory latency per element.
+struct EpilogueLoads {
+  float bias;
+  float res;
+};
+
 // `row`/`col` index the bias; `idx` indexes the residual (the output element).
-__device__ __forceinline__ float apply_epilogue(float acc, const Epilogue& ep, i64 row, i64 col, i64 idx) {
-  float v = ep.alpha * acc;
-  if (ep.bias_mode == BIAS_PER_COL) v += ep.beta * ep.bias[col];
-  else if (ep.bias_mode == BIAS_PER_ROW) v += ep.beta * ep.bias[row];
-  float r = 0.f;
+__device__ __forceinline__ EpilogueLoads epilogue_loads(const Epilogue& ep, i64 row, i64 col, i64 idx) {
+  EpilogueLoads l = {0.f, 0.f};
+  if (ep.bias_mode == BIAS_PER_COL) l.bias = ep.bias[col];
+  else if (ep.bias_mode == BIAS_PER_ROW) l.bias = ep.bias[row];
   i64 ridx = idx;
   bool has_r = ep.residual || ep.residual_h;
   if (has_r && ep.res_block > 0) {
@@ -78,14 +86,23 @@ __device__ __forceinline__ float apply_epilogue(float acc, const Epilogue& ep, i
     has_r = off < ep.res_keep;
     ridx = n * ep.res_keep + off;
   }
-  if (has_r) r = ep.residual ? ep.residual[ridx] : __half2float(ep.residual_h[ridx]);
-  if (ep.res_first) v += r;
+  if (has_r) l.res = ep.residual ? ep.residual[ridx] : __half2float(ep.residual_h[ridx]);
+  return l;
+}
+
+__device__ __forceinline__ float epilogue_apply(float acc, const Epilogue& ep, EpilogueLoads l) {
+  float v = ep.alpha * acc + ep.beta * l.bias;
+  if (ep.res_first) v += l.res;
   v = apply_act(v, ep.act, ep.act_alpha, ep.act_beta);
-  if (!ep.res_first) v += r;
+  if (!ep.res_first) v += l.res;
   // Comparisons, not fminf/fmaxf: a NaN must pass through as the CPU's clamp lets it.
   if (v < ep.clamp_lo) v = ep.clamp_lo;
   if (v > ep.clamp_hi) v = ep.clamp_hi;
   return v;
+}
+
+__device__ __forceinline__ float apply_epilogue(float acc, const Epilogue& ep, i64 row, i64 col, i64 idx) {
+  return epilogue_apply(acc, ep, epilogue_loads(ep, row, col, idx));
 }
 
 // Four int8 products summed into c. Inline PTX rather than __dp4a: NVRTC 12.2 leaves

@@ -2,17 +2,7 @@
 // residual): direct (one thread per output), depthwise, and implicit GEMM (im2col on the fly
 // into the shared tiled GEMM). FP32 and FP16 (f32 accumulation). im2col for the INT8 path.
 #include "gemm_tile.cuh"
-
-// x: N x C x H x W, w: K x (C/groups) x R x S, y: N x K x P x Q.
-struct ConvParams {
-  int N, C, H, W;
-  int K, P, Q;
-  int R, S;
-  int stride_h, stride_w;
-  int pad_h, pad_w;
-  int dil_h, dil_w;
-  int groups;
-};
+#include "conv_params.cuh"
 
 template <typename T>
 __device__ __forceinline__ void conv_direct(const T* x, const T* w, T* y, const ConvParams& p, const Epilogue& ep) {

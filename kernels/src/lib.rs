@@ -42,6 +42,11 @@ pub mod names {
             conv_igemm_f32,
             /// Implicit-GEMM convolution FP16.
             conv_igemm_f16,
+            /// Tensor-core (WMMA) implicit-GEMM convolution, 128x128 tiles: f32 activations,
+            /// f16 weights.
+            conv_tc128_f16w,
+            /// The same with 64x64 tiles (small layers).
+            conv_tc64_f16w,
             /// im2col into int8 rows for the INT8 GEMM.
             im2col_s8,
             /// Unary elementwise FP32.
@@ -106,6 +111,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("common.cuh", include_str!("../cuda/common.cuh")),
     ("gemm_tile.cuh", include_str!("../cuda/gemm_tile.cuh")),
     ("gemm_params.cuh", include_str!("../cuda/gemm_params.cuh")),
+    ("conv_params.cuh", include_str!("../cuda/conv_params.cuh")),
 ];
 
 /// One `.cu` file: a unit NVRTC compiles into one module.
@@ -142,6 +148,7 @@ pub const MODULES: &[Module] = &[
             im2col_s8,
         ],
     },
+    Module { file: "conv_tc.cu", raw: include_str!("../cuda/conv_tc.cu"), kernels: &[conv_tc128_f16w, conv_tc64_f16w] },
     Module {
         file: "elementwise.cu",
         raw: include_str!("../cuda/elementwise.cu"),

@@ -14,4 +14,6 @@ print(
     f"h2d {median('h2d_ms'):.3f}, gpu {median('gpu_compute_ms'):.3f}, d2h {median('d2h_ms'):.3f}; "
     f"first run {j['first_run_ms']:.0f} ms; cpu nodes {len(j['cpu_fallbacks'])}; "
     f"CUDA graph {j.get('cuda_graph', '?')}"
+    + (f"; {j['tensor_core_convs']} conv(s) on tensor cores, {j['widened_f16_weights']} f16 weight(s) widened"
+       if j.get("tensor_core_convs") or j.get("widened_f16_weights") else "")
 )

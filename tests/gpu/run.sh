@@ -18,10 +18,13 @@
 #    (gpu_kernels);
 # 3. runs the model goldens (tests/goldens/*/case.json) with `edgert run --device cuda` and
 #    compares each output with onnxruntime's (f32 tolerance of DESIGN.md);
-# 4. benchmarks with `edgert bench --device cuda` (H2D, GPU compute, D2H, end to end):
-#    BlazeFace b1 (the shipped models have a fixed batch of 1), the KWS models, and ResNet-50 b1/b8/b64 (a random-weight torchvision
-#    export when models/ has none, made here when torch is installed), with PyTorch eager
-#    on the same GPU as a reference where torch is installed.
+# 4. builds FP16 engines of BlazeFace and ResNet-50 and compares their CUDA outputs (convs on
+#    tensor cores) with the same engines on the CPU and with FP32;
+# 5. benchmarks with `edgert bench --device cuda` (H2D, GPU compute, D2H, end to end):
+#    BlazeFace b1 FP32/FP16 (the shipped models have a fixed batch of 1), the KWS models,
+#    and ResNet-50 FP32/FP16 b1/b8/b64 (a random-weight torchvision export when models/ has
+#    none, made here when torch is installed), with PyTorch eager on the same GPU as a
+#    reference where torch is installed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 t0=$(date +%s)
@@ -139,7 +142,42 @@ PY
   [[ $cmp == ok* ]] || fail=1
 done
 
-# 4. Benchmarks.
+# 4. FP16 engines (`edgert build --precision fp16`: f16 conv weights) on CUDA, where their
+# convolutions run on tensor cores with activations rounded to f16: outputs against the same
+# engine on the CPU (f32 activations) and against FP32 on the CPU, as max err / output range.
+mkdir -p target/fp16
+fp16_check() { # label, model, run args...
+  local label=$1 model=$2; shift 2
+  local e=target/fp16/$label.edgert d=target/fp16/$label
+  rm -rf "$d"
+  if ! log=$(timeout 120 $B build "$model" -o "$e" --precision fp16 2>&1); then
+    note "fp16 $label: FAIL (build: $(echo "$log" | grep -m1 -i error | cut -c1-200))"; fail=1; return
+  fi
+  for dev in cpu cuda; do
+    if ! log=$(timeout 120 $B run "$e" "$@" --device $dev --output-dir "$d/$dev" 2>&1); then
+      note "fp16 $label: FAIL (run on $dev: $(echo "$log" | grep -m1 -i error | cut -c1-200))"; fail=1; return
+    fi
+  done
+  timeout 120 $B run "$model" "$@" --output-dir "$d/fp32" >/dev/null 2>&1
+  local vs_cpu vs_fp32
+  vs_cpu=$($PY tests/gpu/compare_outputs.py "$d/cuda" "$d/cpu" 2e-2) || fail=1
+  vs_fp32=$($PY tests/gpu/compare_outputs.py "$d/cuda" "$d/fp32" 1)
+  note "fp16 $label on cuda: vs the CPU's fp16 engine $vs_cpu; vs fp32 on the CPU ${vs_fp32#ok }"
+}
+for name in blazeface_short blazeface_full; do
+  case=tests/goldens/$name/case.json
+  [ -f "$case" ] || continue
+  args=$($PY - "$case" <<'PY'
+import json, sys, os
+c = json.load(open(sys.argv[1])); d = os.path.dirname(sys.argv[1])
+print(c["model"], " ".join(f"--input={i['name']}={d}/{i['file']}" for i in c["inputs"]))
+PY
+)
+  # shellcheck disable=SC2086
+  fp16_check "$name" $args
+done
+
+# 5. Benchmarks.
 resnet=""
 for f in models/generated/resnet50*.onnx models/resnet50*.onnx; do [ -f "$f" ] && { resnet=$f; break; }; done
 if [ -z "$resnet" ] && $PY -c 'import torch, torchvision' 2>/dev/null; then
@@ -155,6 +193,11 @@ except TypeError:
     torch.onnx.export(m, x, sys.argv[1], **kw)
 PY
 fi
+if [ -n "$resnet" ]; then
+  $PY -c 'import numpy as np; np.save("target/fp16/resnet_input.npy", np.random.default_rng(7).standard_normal((1, 3, 224, 224)).astype(np.float32))'
+  rin=$($PY -c 'import onnx, sys; print(onnx.load(sys.argv[1]).graph.input[0].name)' "$resnet" 2>/dev/null || echo data)
+  fp16_check resnet50 "$resnet" "--input=$rin=target/fp16/resnet_input.npy"
+fi
 bench() { # label, model, extra args...
   local label=$1 model=$2; shift 2
   [ -f "$model" ] || { note "bench $label: skipped (no $model)"; return; }
@@ -167,6 +210,11 @@ bench() { # label, model, extra args...
 }
 bench "blazeface_short b1" models/blazeface_short.onnx --batch 1
 bench "blazeface_full b1" models/blazeface_full.onnx --batch 1
+bench "blazeface_short fp16 b1" target/fp16/blazeface_short.edgert --batch 1
+bench "blazeface_full fp16 b1" target/fp16/blazeface_full.edgert --batch 1
+bench "blazeface_short fp16 b1, no tensor cores" target/fp16/blazeface_short.edgert --batch 1 --no-tensor-cores
+echo "== profile: blazeface_short fp16 b1 (slowest 12 nodes)"
+timeout 60 $B bench target/fp16/blazeface_short.edgert --device cuda --duration 1 --profile 2>&1 | grep -A12 '^profile'
 echo "== profile: blazeface_short b1 (slowest 12 nodes)"
 timeout 120 $B bench models/blazeface_short.onnx --device cuda --duration 1 --profile 2>&1 | grep -A12 '^profile'
 bench "speech_embedding_body b1" models/kws/speech_embedding_body.onnx --batch 1
@@ -175,6 +223,14 @@ if [ -n "$resnet" ]; then
   for b in 1 8 64; do bench "resnet50 fp32 b$b" "$resnet" --batch $b; done
   echo "== profile: resnet50 fp32 b64 (slowest 12 nodes)"
   timeout 120 $B bench "$resnet" --device cuda --batch 64 --duration 1 --profile 2>&1 | grep -A12 '^profile'
+  if [ -f target/fp16/resnet50.edgert ]; then
+    for b in 1 8 64; do bench "resnet50 fp16 b$b" target/fp16/resnet50.edgert --batch $b; done
+    bench "resnet50 fp16 b64, no tensor cores" target/fp16/resnet50.edgert --batch 64 --no-tensor-cores
+    bench "resnet50 fp16 b64, 128 tiles" target/fp16/resnet50.edgert --batch 64 --tc-tile 128
+    bench "resnet50 fp16 b1, 128 tiles" target/fp16/resnet50.edgert --batch 1 --tc-tile 128
+    echo "== profile: resnet50 fp16 b64 (slowest 12 nodes)"
+    timeout 120 $B bench target/fp16/resnet50.edgert --device cuda --batch 64 --duration 1 --profile 2>&1 | grep -A12 '^profile'
+  fi
   if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     ref=$($PY - <<'PY'
 import time, torch, torchvision
@@ -200,7 +256,7 @@ PY
 else
   note "bench resnet50: skipped (no ResNet-50 model and no torch to make one)"
 fi
-note "not measured: FP16/INT8 on CUDA (the executor runs FP32 engines; quantized/f16 nodes would fall back to the CPU), preprocessing-kernel bandwidth"
+note "not measured: INT8 on CUDA (quantized nodes would fall back to the CPU), preprocessing-kernel bandwidth"
 
 echo
 echo "GPU: $gpu"

@@ -54,6 +54,13 @@ pub struct BenchArgs {
     /// and are listed). On CUDA the report splits each run into H2D, GPU compute and D2H.
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
     pub device: String,
+    /// `--device cuda`: never use the tensor-core convolution; an FP16 engine's weights are
+    /// widened to f32 and its convolutions run the f32 kernels (for comparison).
+    #[arg(long)]
+    pub no_tensor_cores: bool,
+    /// `--device cuda`: the tensor-core convolution's tile, 64 (the default) or 128.
+    #[arg(long, value_parser = ["64", "128"])]
+    pub tc_tile: Option<String>,
 }
 
 /// Latency statistics in milliseconds.
@@ -308,7 +315,12 @@ fn bench_cuda(
     inputs: &[(String, Tensor)],
     what: &Report,
 ) -> Result<()> {
-    let opts = edgert_cuda::ExecOptions { cpu_fallback: true, ..Default::default() };
+    let opts = edgert_cuda::ExecOptions {
+        cpu_fallback: true,
+        no_tensor_cores: args.no_tensor_cores,
+        tc_tile: args.tc_tile.as_deref().and_then(|t| t.parse().ok()),
+        ..Default::default()
+    };
     let t_ctx = Instant::now();
     let mut ctx = edgert_cuda::GpuContext::new(engine.clone(), shapes, opts)
         .map_err(|e| anyhow::anyhow!(e).context("--device cuda"))?;
@@ -371,6 +383,8 @@ fn bench_cuda(
     let profile = node_profile(&engine.graph, ctx.plan(), &mut per_step);
     let layout = ctx.layout();
     let device = ctx.device().describe();
+    let tc_convs = ctx.tensor_core_convs();
+    let widened = layout.widened.len();
     let graph = match ctx.cuda_graph() {
         Ok(()) => "replayed".to_string(),
         Err(why) => format!("not used: {why}"),
@@ -384,6 +398,7 @@ fn bench_cuda(
             "first_run_ms": first_ms, "build_ms": what.build_ms, "context_ms": context_ms,
             "arena_bytes": layout.arena_bytes, "weights_bytes": layout.weights_bytes,
             "staging_bytes": layout.staging_bytes, "cpu_fallbacks": fallbacks, "cuda_graph": graph,
+            "tensor_core_convs": tc_convs, "widened_f16_weights": widened,
             "profile": profile_json(&profile),
         });
         println!("{j}");
@@ -403,6 +418,9 @@ fn bench_cuda(
     );
     if !fallbacks.is_empty() {
         println!("cpu nodes   {} ({})", fallbacks.len(), fallbacks.join(", "));
+    }
+    if tc_convs + widened > 0 {
+        println!("fp16        {tc_convs} conv(s) on tensor cores; {widened} f16 weight tensor(s) widened to f32");
     }
     println!(
         "throughput  {ips:.2} inferences/s, {:.2} items/s (batch {}, {iters} runs)",

@@ -6,7 +6,10 @@
 use edgert_core::graph::{Graph, ValueId};
 use edgert_core::plan::{Plan, Slot};
 
-use crate::select::StepKernel;
+use edgert_core::DType;
+
+use crate::error::{Error, Result};
+use crate::select::{StepKernel, is_tensor_core_conv};
 
 /// Alignment of device buffers and of each weight (cudaMalloc's own alignment).
 pub const DEVICE_ALIGN: usize = 256;
@@ -20,6 +23,10 @@ pub struct DeviceLayout {
     pub weights: Vec<(ValueId, usize, usize)>,
     /// Weights buffer bytes.
     pub weights_bytes: usize,
+    /// Float16 constants uploaded widened to f32 (an FP16 engine's weights read by f32
+    /// kernels; only the tensor-core conv reads f16 weights as they are). Their `weights`
+    /// sizes are the f32 sizes.
+    pub widened: Vec<ValueId>,
     /// (value, offset, bytes) in the pinned staging buffer for each graph input and output
     /// that lives in the arena.
     pub staging: Vec<(ValueId, usize, usize)>,
@@ -39,21 +46,40 @@ impl DeviceLayout {
     }
 }
 
+/// Whether input `input` of a step running `kernel` is read as f16 on the device.
+fn reads_f16(kernel: &StepKernel, input: usize) -> bool {
+    matches!(kernel, StepKernel::Conv { kernel, .. } if is_tensor_core_conv(kernel)) && input == 1
+}
+
 /// Lays out `plan` whose steps run `kernels` (constants read only by skipped or CPU steps
-/// stay on the host).
-pub fn layout(graph: &Graph, plan: &Plan, kernels: &[StepKernel]) -> DeviceLayout {
+/// stay on the host). Fails if one f16 constant is read both as f16 and as f32.
+pub fn layout(graph: &Graph, plan: &Plan, kernels: &[StepKernel]) -> Result<DeviceLayout> {
     let mut weights = Vec::new();
+    let mut widened = Vec::new();
+    let mut as_f16 = Vec::new();
     let mut off = 0usize;
     for (step, k) in plan.steps.iter().zip(kernels) {
         if matches!(k, StepKernel::Skip | StepKernel::Cpu { .. }) {
             continue;
         }
-        for &id in graph.nodes[step.node].inputs.iter().flatten() {
+        for (i, id) in graph.nodes[step.node].inputs.iter().enumerate() {
+            let Some(id) = *id else { continue };
             if let Slot::Const(t) = &plan.slots[id] {
+                let widen = t.dtype() == DType::F16 && !reads_f16(k, i);
+                if t.dtype() == DType::F16 && !widen {
+                    as_f16.push(id);
+                }
+                if widen && !widened.contains(&id) {
+                    widened.push(id);
+                }
+                if widened.contains(&id) && as_f16.contains(&id) {
+                    let name = &graph.values[id].name;
+                    return Err(Error::Invalid(format!("float16 constant `{name}` is read both as f16 and as f32")));
+                }
                 if weights.iter().any(|w: &(ValueId, usize, usize)| w.0 == id) {
                     continue;
                 }
-                let bytes = t.len() * t.dtype().size();
+                let bytes = t.len() * if widen { DType::F32.size() } else { t.dtype().size() };
                 weights.push((id, off, bytes));
                 off = (off + bytes).next_multiple_of(DEVICE_ALIGN);
             }
@@ -70,13 +96,14 @@ pub fn layout(graph: &Graph, plan: &Plan, kernels: &[StepKernel]) -> DeviceLayou
             soff = (soff + t.bytes()).next_multiple_of(64);
         }
     }
-    DeviceLayout {
+    Ok(DeviceLayout {
         arena_bytes: plan.arena_bytes.next_multiple_of(DEVICE_ALIGN),
         weights,
         weights_bytes: off,
+        widened,
         staging,
         staging_bytes: soff,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -105,7 +132,7 @@ mod tests {
         g.outputs.push(u);
         let plan = edgert_core::plan::plan(&g, &HashMap::new()).unwrap();
         let ks = select(&g, &plan, SelectOptions::default()).unwrap();
-        let l = layout(&g, &plan, &ks);
+        let l = layout(&g, &plan, &ks).unwrap();
         assert_eq!(l.weights.len(), 3, "w, b and s once each: {:?}", l.weights);
         for (i, a) in l.weights.iter().enumerate() {
             assert_eq!(a.1 % DEVICE_ALIGN, 0);
@@ -126,6 +153,6 @@ mod tests {
         let mut ks2 = ks.clone();
         ks2[1] = StepKernel::Cpu { reason: "test".into() };
         ks2[2] = StepKernel::Cpu { reason: "test".into() };
-        assert_eq!(layout(&g, &plan, &ks2).weight(s), None);
+        assert_eq!(layout(&g, &plan, &ks2).unwrap().weight(s), None);
     }
 }

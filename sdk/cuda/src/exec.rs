@@ -5,8 +5,9 @@
 //! stream, and a pinned host staging buffer for inputs and outputs. Kernels are compiled by
 //! NVRTC for the device's own architecture on first use and cached on disk.
 //!
-//! **Not yet run on a GPU**: this machine has none. It builds and its host-side parts are
-//! unit-tested; `tests/gpu/run.sh` is the prepared check for a machine with a GPU.
+//! The development machine has no GPU: host-side parts are unit-tested there, and
+//! `tests/gpu/run.sh` is the prepared check for a machine with one (results from an H200 in
+//! `tests/gpu/RESULTS.md`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,6 +38,11 @@ pub struct ExecOptions {
     /// Launch every kernel on every run. By default a context whose steps all run on the
     /// GPU captures its first run as a CUDA graph and replays it (one launch per run).
     pub kernel_by_kernel: bool,
+    /// Never use the tensor-core conv: an FP16 engine's f16 weights are widened to f32 and
+    /// its convolutions compute exactly what the CPU's do (f32 activations), more slowly.
+    pub no_tensor_cores: bool,
+    /// The tensor-core conv's tile: 64 (the default) or 128.
+    pub tc_tile: Option<u32>,
 }
 
 /// Whether runs replay a captured CUDA graph.
@@ -60,6 +66,8 @@ pub struct Device {
     pub nvrtc: (i32, i32),
     /// Device name.
     pub name: String,
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
 }
 
 impl Device {
@@ -76,7 +84,9 @@ impl Device {
             .map_err(|_| Error::Driver(format!("creating a context on device {ordinal} panicked inside cudarc")))??;
         let (major, minor) = ctx.compute_capability()?;
         let name = ctx.name().unwrap_or_else(|_| "?".into());
-        Ok(Device { ctx, arch: Arch { major: major as u32, minor: minor as u32 }, driver: drv, nvrtc: rtc, name })
+        let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let arch = Arch { major: major as u32, minor: minor as u32 };
+        Ok(Device { ctx, arch, driver: drv, nvrtc: rtc, name, sm_count: sms.max(0) as u32 })
     }
 
     /// Makes the device's context current on this thread.
@@ -87,9 +97,10 @@ impl Device {
     /// One line: name, arch, versions.
     pub fn describe(&self) -> String {
         format!(
-            "{} ({}), CUDA driver {}.{}, NVRTC {}.{}",
+            "{} ({}, {} SMs), CUDA driver {}.{}, NVRTC {}.{}",
             self.name,
             self.arch.sm(),
+            self.sm_count,
             self.driver.0,
             self.driver.1,
             self.nvrtc.0,
@@ -174,12 +185,24 @@ impl GpuContext {
         driver::check_driver()?;
         driver::check_nvrtc()?;
         let plan = edgert_core::plan::plan(&engine.graph, input_shapes)?;
-        let kernels = select::select(&engine.graph, &plan, SelectOptions { cpu_fallback: opts.cpu_fallback })?;
+        let device = Device::open(opts.device)?;
+        let tensor_cores = !opts.no_tensor_cores && device.arch.has_wmma_f16();
+        let sel = SelectOptions { cpu_fallback: opts.cpu_fallback, tensor_cores, tc_tile: opts.tc_tile };
+        let kernels = select::select(&engine.graph, &plan, sel)?;
         for (name, op, why) in select::fallbacks(&engine.graph, &plan, &kernels) {
             log::warn!("CPU fallback: node `{name}` ({op}): {why}");
         }
-        let layout = arena::layout(&engine.graph, &plan, &kernels);
-        let device = Device::open(opts.device)?;
+        let layout = arena::layout(&engine.graph, &plan, &kernels)?;
+        if !layout.widened.is_empty() {
+            let why = if opts.no_tensor_cores {
+                "tensor cores turned off"
+            } else if !device.arch.has_wmma_f16() {
+                "no FP16 tensor cores before sm_70"
+            } else {
+                "read by f32 kernels"
+            };
+            log::info!("{} float16 weight tensor(s) widened to f32 on upload ({why})", layout.widened.len());
+        }
         device.ctx.bind_to_thread()?;
         let stream = device.ctx.new_stream()?;
 
@@ -203,7 +226,14 @@ impl GpuContext {
         let mut wstage = Pinned::new(layout.weights_bytes)?;
         for &(id, off, bytes) in &layout.weights {
             if let Slot::Const(t) = &plan.slots[id] {
-                wstage.bytes_mut()[off..off + bytes].copy_from_slice(t.view().data.as_bytes());
+                let dst = &mut wstage.bytes_mut()[off..off + bytes];
+                if layout.widened.contains(&id) {
+                    for (d, v) in dst.chunks_exact_mut(4).zip(t.to_f32_vec()?) {
+                        d.copy_from_slice(&v.to_le_bytes());
+                    }
+                } else {
+                    dst.copy_from_slice(t.view().data.as_bytes());
+                }
             }
         }
         // SAFETY: both buffers hold weights_bytes bytes; synchronous copy.
@@ -249,6 +279,16 @@ impl GpuContext {
     /// The plan.
     pub fn plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// The kernel of each plan step.
+    pub fn step_kernels(&self) -> &[StepKernel] {
+        &self.kernels
+    }
+
+    /// How many convolutions run on the tensor-core kernel (an FP16 engine's).
+    pub fn tensor_core_convs(&self) -> usize {
+        self.kernels.iter().filter(|k| k.kernel_names().iter().any(|n| select::is_tensor_core_conv(n))).count()
     }
 
     /// The device memory layout: arena, weights and pinned staging bytes.
@@ -409,10 +449,14 @@ impl GpuContext {
                     }
                     a.push(input(0)?)?.push(input(1)?)?.push(out)?.push(*params)?.push(ep)?;
                     let total = (params.n as u64) * (params.k as u64) * (params.p as u64) * (params.q as u64);
+                    let kg = (params.k / params.groups) as u64;
+                    let cols = params.n as u64 * params.p as u64 * params.q as u64;
                     let cfg = if *kernel == edgert_kernels::names::conv_igemm_f32 {
-                        let kg = (params.k / params.groups) as u64;
-                        let cols = params.n as u64 * params.p as u64 * params.q as u64;
                         LaunchConfig::gemm_tiles(kg, cols, params.groups as u64)?
+                    } else if *kernel == edgert_kernels::names::conv_tc128_f16w {
+                        LaunchConfig::conv_tc(kg, cols, params.groups as u64, 128)?
+                    } else if *kernel == edgert_kernels::names::conv_tc64_f16w {
+                        LaunchConfig::conv_tc(kg, cols, params.groups as u64, 64)?
                     } else {
                         LaunchConfig::linear(total)
                     };

@@ -45,6 +45,16 @@ impl LaunchConfig {
         tiles(m, n, z, 64, 256)
     }
 
+    /// The tensor-core implicit-GEMM convs (`conv_tc128_f16w`, `conv_tc64_f16w`): `tile` x
+    /// `tile` tiles of the `m` (output channels per group) x `n` (output pixels) output, `z`
+    /// groups, 2 * `tile` threads.
+    pub fn conv_tc(m: u64, n: u64, z: u64, tile: u32) -> Result<LaunchConfig> {
+        if tile != 64 && tile != 128 {
+            return Err(Error::Invalid(format!("tensor-core conv tile {tile}: 64 or 128")));
+        }
+        tiles(m, n, z, tile as u64, 2 * tile)
+    }
+
     /// The WMMA GEMM: 32x32 tiles, 4 warps; needs `m`, `n` and `k` multiples of 16.
     pub fn gemm_wmma(m: u64, n: u64, k: u64, z: u64) -> Result<LaunchConfig> {
         if !m.is_multiple_of(16) || !n.is_multiple_of(16) || !k.is_multiple_of(16) {
@@ -118,6 +128,13 @@ mod tests {
         assert!(LaunchConfig::gemm_tiles(64, 64, 70_000).is_err());
         assert_eq!(LaunchConfig::gemm_wmma(32, 48, 16, 1).unwrap().grid, (2, 1, 1));
         assert!(LaunchConfig::gemm_wmma(30, 48, 16, 1).is_err());
+        // ResNet-50's 3x3 conv at batch 64: 64 channels x 64*56*56 pixels.
+        let c = LaunchConfig::conv_tc(256, 64 * 56 * 56, 1, 128).unwrap();
+        assert_eq!((c.grid, c.block.0), ((1568, 2, 1), 256));
+        let c = LaunchConfig::conv_tc(64, 64 * 56 * 56, 1, 64).unwrap();
+        assert_eq!((c.grid, c.block.0), ((3136, 1, 1), 128));
+        assert_eq!(LaunchConfig::conv_tc(129, 129, 2, 128).unwrap().grid, (2, 2, 2));
+        assert!(LaunchConfig::conv_tc(129, 129, 2, 32).is_err());
         assert_eq!(LaunchConfig::gemm_s8(17, 33).unwrap().grid, (3, 2, 1));
     }
 

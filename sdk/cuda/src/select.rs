@@ -119,6 +119,26 @@ impl StepKernel {
 pub struct SelectOptions {
     /// Run nodes with no CUDA kernel on the CPU (logged and reported) instead of failing.
     pub cpu_fallback: bool,
+    /// The device has FP16 tensor cores (sm_70 and later) and they may be used: convolutions
+    /// with f16 weights (FP16 engines) run on the tensor-core kernel, which also rounds
+    /// their activations to f16. Otherwise those weights are widened to f32 at upload and
+    /// the f32 kernels compute exactly what the CPU's FP16 engine does.
+    pub tensor_cores: bool,
+    /// The tensor-core conv's tile: 64 (the default) or 128.
+    pub tc_tile: Option<u32>,
+}
+
+/// Whether `kernel` is a tensor-core conv (which reads its weights as f16).
+pub fn is_tensor_core_conv(kernel: &str) -> bool {
+    kernel == names::conv_tc128_f16w || kernel == names::conv_tc64_f16w
+}
+
+/// The tensor-core conv: 64x64 tiles unless 128 is asked for. On an H200, 64x64 tiles beat
+/// 128x128 on every ResNet-50 layer mix measured (batch 64: 14.5 vs 16.3 ms on the GPU;
+/// batch 1: 2.8 vs 4.3 ms; tests/gpu/RESULTS.md, runs 7 and 8), so 128 is kept for tuning on other
+/// GPUs (`edgert bench --tc-tile 128`).
+fn tensor_core_conv(opts: SelectOptions) -> &'static str {
+    if opts.tc_tile == Some(128) { names::conv_tc128_f16w } else { names::conv_tc64_f16w }
 }
 
 /// The kernel of every step of `plan`, in step order. Fails on the first node with no CUDA
@@ -131,7 +151,7 @@ pub fn select(graph: &Graph, plan: &Plan, opts: SelectOptions) -> Result<Vec<Ste
             out.push(StepKernel::Skip);
             continue;
         }
-        match select_node(graph, plan, node, &step.outputs) {
+        match select_node(graph, plan, node, &step.outputs, opts) {
             Ok(k) => out.push(k),
             Err(Unsupported(what)) => {
                 if opts.cpu_fallback {
@@ -206,6 +226,11 @@ impl<'a> Io<'a> {
     }
 }
 
+/// The smallest depth (C/groups*R*S) and output channels per group for which the tensor-core
+/// conv runs; below, its 128x128x32 tiles would be mostly padding and the f32 kernels serve.
+const TC_MIN_DEPTH: usize = 32;
+const TC_MIN_CHANNELS: usize = 16;
+
 fn f32_only(dtypes: &[DType]) -> Sel<()> {
     match dtypes.iter().find(|&&d| d != DType::F32) {
         Some(d) => unsupported(format!("{d} tensors (the executor runs FP32 engines so far)")),
@@ -264,7 +289,7 @@ fn unary_code(op_type: &str, attrs: &Attrs, io: &Io) -> Sel<Option<(i32, f32, f3
     }))
 }
 
-fn select_node(graph: &Graph, plan: &Plan, node: &Node, outputs: &[usize]) -> Sel<StepKernel> {
+fn select_node(graph: &Graph, plan: &Plan, node: &Node, outputs: &[usize], opts: SelectOptions) -> Sel<StepKernel> {
     let io = Io { plan, node };
     let out_t = match outputs.first().and_then(|&o| plan.types.get(o)).and_then(|t| t.as_ref()) {
         Some(t) => t,
@@ -297,7 +322,8 @@ fn select_node(graph: &Graph, plan: &Plan, node: &Node, outputs: &[usize]) -> Se
     match op {
         "Conv" | "edgert.FusedConv" => {
             let ((dx, x), (dw, w)) = (io.input(0)?, io.input(1)?);
-            f32_only(&[dx, dw, out_dtype])?;
+            // f16 weights: an FP16 engine's FusedConv (f32 activations and sums).
+            f32_only(&[dx, if dw == DType::F16 { DType::F32 } else { dw }, out_dtype])?;
             if io.constant(1).is_none() {
                 return unsupported("Conv with non-constant weights");
             }
@@ -350,7 +376,15 @@ fn select_node(graph: &Graph, plan: &Plan, node: &Node, outputs: &[usize]) -> Se
                     }
                 }
             }
-            let kernel = if params.is_depthwise() {
+            let depth = (params.c / params.groups) as usize * params.r as usize * params.s as usize;
+            let tensor_cores = dw == DType::F16
+                && opts.tensor_cores
+                && !params.is_depthwise()
+                && depth >= TC_MIN_DEPTH
+                && (params.k / params.groups) as usize >= TC_MIN_CHANNELS;
+            let kernel = if tensor_cores {
+                tensor_core_conv(opts)
+            } else if params.is_depthwise() {
                 names::conv_depthwise_f32
             } else if (params.c / params.groups) as i64 * params.r as i64 * params.s as i64 >= 16 {
                 names::conv_igemm_f32
@@ -600,7 +634,7 @@ mod tests {
         g.add_node("fc", "edgert.FusedConv", Attrs::new(), inputs, vec![Some(y)]).unwrap();
         g.outputs.push(y);
         let plan = edgert_core::plan::plan(&g, &HashMap::new()).unwrap();
-        select(&g, &plan, SelectOptions { cpu_fallback: true }).unwrap()
+        select(&g, &plan, SelectOptions { cpu_fallback: true, ..Default::default() }).unwrap()
     }
 
     #[test]
@@ -638,7 +672,7 @@ mod tests {
         let e = select(&g, &plan, SelectOptions::default()).unwrap_err().to_string();
         assert!(e.contains("node `top` (TopK)"), "{e}");
         assert!(e.contains("--device cpu"), "{e}");
-        let ks = select(&g, &plan, SelectOptions { cpu_fallback: true }).unwrap();
+        let ks = select(&g, &plan, SelectOptions { cpu_fallback: true, ..Default::default() }).unwrap();
         let fb = fallbacks(&g, &plan, &ks);
         assert_eq!(fb.len(), 1);
         assert_eq!((fb[0].0, fb[0].1), ("top", "TopK"));
@@ -690,5 +724,56 @@ mod tests {
         );
         // Opset 11, axis 1 of [2,7,5]: coerced to 2 x 35.
         assert_eq!(ks[1], StepKernel::Softmax { outer: 2, len: 35, inner: 1, log: false });
+    }
+
+    /// x[2,3,9,9] -> three FusedConvs (16x3x3x3, 64x16x3x3, 8x64x1x1), weights float16 after
+    /// the fp16_weights pass (an FP16 engine).
+    fn fp16_graph() -> Graph {
+        let mut g = Graph { opset: 17, ..Default::default() };
+        let f = |v: usize| Dim::Fixed(v);
+        let mut v = g.add_value("x", Some(DType::F32), Some(vec![f(2), f(3), f(9), f(9)]));
+        g.inputs.push(v);
+        for (i, w) in [[16, 3, 3, 3], [64, 16, 3, 3], [8, 64, 1, 1]].iter().enumerate() {
+            let n = w.iter().product();
+            let wid = g.add_constant(&format!("w{i}"), Tensor::from_f32(w, vec![0.25; n]).unwrap());
+            let y = g.add_value(&format!("y{i}"), None, None);
+            let pads = Attr::Ints(vec![(w[2] / 2) as i64; 4]);
+            let attrs = Attrs::new().with("pads", pads).with("activation", Attr::String(b"Relu".to_vec()));
+            g.add_node(&format!("conv{i}"), "edgert.FusedConv", attrs, vec![Some(v), Some(wid)], vec![Some(y)])
+                .unwrap();
+            v = y;
+        }
+        g.outputs.push(v);
+        let layers = edgert_core::passes::fp16_weights(&mut g).unwrap();
+        assert_eq!(layers.iter().filter(|l| l.precision == "fp16").count(), 3, "{layers:?}");
+        g
+    }
+
+    #[test]
+    fn fp16_weights_use_tensor_cores_where_the_tiles_fit_and_are_widened_elsewhere() {
+        let g = fp16_graph();
+        let plan = edgert_core::plan::plan(&g, &HashMap::new()).unwrap();
+        let kernel = |k: &StepKernel| match k {
+            StepKernel::Conv { kernel, .. } => *kernel,
+            other => panic!("{other:?}"),
+        };
+        let tc = select(&g, &plan, SelectOptions { tensor_cores: true, ..Default::default() }).unwrap();
+        // Depth 27 (< 32) and 8 output channels (< 16) stay on the f32 kernels.
+        let names: Vec<&str> = tc.iter().map(kernel).collect();
+        assert_eq!(names, [names::conv_igemm_f32, names::conv_tc64_f16w, names::conv_igemm_f32]);
+        let l = crate::arena::layout(&g, &plan, &tc).unwrap();
+        let size = |id: usize| l.weights.iter().find(|w| w.0 == id).unwrap().2;
+        let (w0, w1, w2) =
+            (g.nodes[0].inputs[1].unwrap(), g.nodes[1].inputs[1].unwrap(), g.nodes[2].inputs[1].unwrap());
+        assert_eq!(g.constants[&w1].dtype(), DType::F16);
+        assert_eq!((size(w0), size(w1), size(w2)), (16 * 27 * 4, 64 * 144 * 2, 8 * 64 * 4));
+        assert_eq!(l.widened, vec![w0, w2]);
+        // Without tensor cores every f16 weight is widened and no step reads f16.
+        let plain = select(&g, &plan, SelectOptions::default()).unwrap();
+        assert!(plain.iter().all(|k| !is_tensor_core_conv(kernel(k))), "{plain:?}");
+        let l = crate::arena::layout(&g, &plan, &plain).unwrap();
+        assert_eq!(l.widened, vec![w0, w1, w2]);
+        assert_eq!(size(w1), 64 * 144 * 2, "the first layout's");
+        assert_eq!(l.weights.iter().find(|w| w.0 == w1).unwrap().2, 64 * 144 * 4);
     }
 }

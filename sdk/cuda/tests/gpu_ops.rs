@@ -128,6 +128,105 @@ fn conv_direct_depthwise_igemm() {
     check("edgert.FusedConv", Attrs::new(), &[("x", &[2, 3, 7, 5])], &direct, 9);
 }
 
+/// An FP16 engine's FusedConv (f16 weights, f32 activations) over `x`, with optional bias
+/// and residual constants, on the tensor-core kernel and, with tensor cores turned off, on
+/// the f32 kernels (weights widened). Inputs are float16 values, so the tensor cores'
+/// rounding of activations is exact and both must match the CPU reference to f32 tolerance
+/// (only the order of the f32 sums differs); then unrounded inputs on the tensor cores
+/// must match within FP16's tolerance.
+fn check_fp16_conv(
+    gpu: bool,
+    attrs: Attrs,
+    x: &[usize],
+    w: &[usize],
+    bias: bool,
+    residual: Option<&[usize]>,
+    seed: u64,
+) {
+    let mut rng = Rng(seed);
+    let mut g = Graph { opset: 17, ..Default::default() };
+    let xid = g.add_value("x", Some(DType::F32), Some(x.iter().map(|&d| Dim::Fixed(d)).collect()));
+    g.inputs.push(xid);
+    let half = |v: Vec<f32>| v.into_iter().map(|f| half::f16::from_f32(f).to_f32()).collect::<Vec<f32>>();
+    let n = w.iter().product();
+    let mut inputs = vec![Some(xid), Some(g.add_constant("w", Tensor::from_f32(w, rng.f32s(n)).unwrap()))];
+    inputs.push(bias.then(|| g.add_constant("b", Tensor::from_f32(&[w[0]], rng.f32s(w[0])).unwrap())));
+    if let Some(r) = residual {
+        let n = r.iter().product();
+        inputs.push(Some(g.add_constant("r", Tensor::from_f32(r, rng.f32s(n)).unwrap())));
+    }
+    let y = g.add_value("y", None, None);
+    g.add_node("conv", "edgert.FusedConv", attrs, inputs, vec![Some(y)]).unwrap();
+    g.outputs.push(y);
+    let layers = edgert_core::passes::fp16_weights(&mut g).unwrap();
+    assert_eq!(layers[0].precision, "fp16", "{layers:?}");
+    let xs = x.iter().product();
+    let exact = Tensor::from_f32(x, half(rng.f32s(xs))).unwrap();
+    let raw = Tensor::from_f32(x, rng.f32s(xs)).unwrap();
+    let reference = |t: &Tensor| g.run_reference(&HashMap::from([("x".to_string(), t.clone())])).unwrap().remove(0);
+    let (want_exact, want_raw) = (reference(&exact), reference(&raw));
+    if !gpu {
+        return; // the graph and the reference ran; the GPU part is skipped
+    }
+    let engine = Arc::new(Engine::from_graph(g).unwrap());
+    let shapes = HashMap::from([("x".to_string(), x.to_vec())]);
+    use edgert_kernels::names::{conv_tc64_f16w, conv_tc128_f16w};
+    for (no_tensor_cores, tc_tile) in [(false, Some(64)), (false, Some(128)), (true, None)] {
+        let opts = ExecOptions { no_tensor_cores, tc_tile, ..Default::default() };
+        let mut ctx = GpuContext::new(engine.clone(), &shapes, opts).unwrap_or_else(|e| panic!("{e}"));
+        let kernel = ctx.step_kernels()[0].kernel_names();
+        let want = match tc_tile {
+            Some(64) => vec![conv_tc64_f16w],
+            Some(_) => vec![conv_tc128_f16w],
+            None => vec![],
+        };
+        let on_tc = !want.is_empty();
+        if on_tc {
+            assert_eq!(kernel, want, "{x:?} {w:?}");
+        } else {
+            assert!(!kernel.iter().any(|k| k.contains("_tc")), "{x:?} {w:?}: {kernel:?}");
+        }
+        let mut cases = vec![(&exact, &want_exact, Tolerance::F32)];
+        if on_tc {
+            cases.push((&raw, &want_raw, Tolerance { atol: 2e-3, rtol: 1e-2 }));
+        }
+        for (input, want, tol) in cases {
+            ctx.set_input("x", input).unwrap();
+            ctx.run().unwrap();
+            let got = ctx.output(0).unwrap();
+            if let Some(m) = mismatch(&got, want, tol) {
+                panic!("FP16 FusedConv x {x:?} w {w:?} on {kernel:?}, tolerance {tol:?}: {m}");
+            }
+        }
+    }
+    eprintln!("ok FP16 FusedConv x {x:?} w {w:?} bias {bias} residual {residual:?}");
+}
+
+#[test]
+fn fp16_conv_on_tensor_cores() {
+    // Without a GPU the graphs and references still run (and the test says it skipped).
+    let gpu = gpu();
+    let pad1 = || Attrs::new().with("pads", ints(&[1, 1, 1, 1]));
+    let relu = || pad1().with("activation", Attr::String(b"Relu".to_vec()));
+    // Depth 117 (not a multiple of 8: scalar weight loads), 65 channels, 182 pixels.
+    check_fp16_conv(gpu, pad1(), &[2, 13, 7, 13], &[65, 13, 3, 3], true, None, 60);
+    // 1x1 stride 2, depth 64 (vector loads), no bias; 3 images of 5x6 outputs.
+    let s2 = Attrs::new().with("strides", ints(&[2, 2]));
+    check_fp16_conv(gpu, s2, &[3, 64, 9, 11], &[40, 64, 1, 1], false, None, 61);
+    // Two row tiles (130 channels), six column tiles, the ResNet epilogue (residual, ReLU).
+    check_fp16_conv(gpu, relu(), &[3, 32, 15, 15], &[130, 32, 3, 3], true, Some(&[3, 130, 15, 15]), 62);
+    // A narrower residual (a folded channel pad), grouped and dilated.
+    let gd = relu().with("group", Attr::Int(2)).with("dilations", ints(&[2, 2])).with("pads", ints(&[2, 2, 2, 2]));
+    check_fp16_conv(gpu, gd, &[2, 64, 8, 8], &[48, 32, 3, 3], true, Some(&[2, 40, 8, 8]), 63);
+    // A 7x7 stride-2 stem over 3 channels (depth 147) with a LeakyRelu.
+    let stem = Attrs::new()
+        .with("pads", ints(&[3, 3, 3, 3]))
+        .with("strides", ints(&[2, 2]))
+        .with("activation", Attr::String(b"LeakyRelu".to_vec()))
+        .with("alpha", Attr::Float(0.1));
+    check_fp16_conv(gpu, stem, &[2, 3, 33, 31], &[64, 3, 7, 7], true, None, 64);
+}
+
 #[test]
 fn gemm_and_matmul() {
     if !gpu() {

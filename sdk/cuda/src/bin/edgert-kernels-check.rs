@@ -4,7 +4,8 @@
 //!
 //! Usage: edgert-kernels-check OUT_DIR [sm_72 sm_87 sm_90 ...]
 //! Writes OUT_DIR/<arch>/<module>.ptx and prints one line per module and arch. Exits 1 on
-//! any compile error (after trying them all).
+//! any compile error (after trying them all). `EDGERT_KERNELS_ONLY=conv_tc.cu,gemm.cu`
+//! compiles only the modules named (for quick iteration on one kernel).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -37,6 +38,8 @@ fn main() {
             std::process::exit(1);
         }
     }
+    let only: Option<Vec<String>> =
+        std::env::var("EDGERT_KERNELS_ONLY").ok().map(|v| v.split(',').map(str::to_string).collect());
     let mut failed = 0;
     for arch in &arches {
         let dir = out.join(arch.sm());
@@ -44,7 +47,8 @@ fn main() {
             eprintln!("error: {}: {e}", dir.display());
             std::process::exit(1);
         }
-        for m in edgert_kernels::MODULES {
+        for m in edgert_kernels::MODULES.iter().filter(|m| only.as_ref().is_none_or(|o| o.iter().any(|f| f == m.file)))
+        {
             let t0 = Instant::now();
             match nvrtc::compile(m, *arch) {
                 Ok(ptx) => {
