@@ -5,6 +5,9 @@
 #
 #   bash tests/gpu/run.sh                      builds here with cargo, then runs everything
 #   SKIP_SETUP=1 bash tests/gpu/run.sh         reuse .venv and the wheels
+#   EDGERT_GPU_QUICK=1 ...                     only the edgert-cuda tests, the ResNet-50 FP16
+#                                              check and the ResNet-50 b64 benches (a lease
+#                                              with little time left)
 #   EDGERT_GPU_BUNDLE=.gpu bash tests/gpu/run.sh
 #                                              no cargo on the GPU machine: run binaries
 #                                              built elsewhere by tests/gpu/bundle.sh, with
@@ -31,6 +34,9 @@ t0=$(date +%s)
 results=()
 fail=0
 note() { results+=("$1"); echo "== $1"; }
+quick=${EDGERT_GPU_QUICK:-}
+# Quick mode runs only the ResNet-50 b64 benches and none of the per-node profiles.
+profile() { [ -z "$quick" ] || return 0; echo "== profile: $1 (slowest 12 nodes)"; shift; timeout 120 $B bench "$@" --device cuda --duration 1 --profile 2>&1 | grep -A12 '^profile'; }
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "skipped: no GPU (nvidia-smi finds none)"
@@ -105,6 +111,7 @@ fi
 
 # 3. Goldens on CUDA.
 for case in tests/goldens/*/case.json; do
+  [ -z "$quick" ] || { note "goldens: skipped (quick mode)"; break; }
   dir=$(dirname "$case")
   name=$(basename "$dir")
   args=$($PY - "$case" <<'PY'
@@ -165,6 +172,7 @@ fp16_check() { # label, model, run args...
   note "fp16 $label on cuda: vs the CPU's fp16 engine $vs_cpu; vs fp32 on the CPU ${vs_fp32#ok }"
 }
 for name in blazeface_short blazeface_full; do
+  [ -z "$quick" ] || break
   case=tests/goldens/$name/case.json
   [ -f "$case" ] || continue
   args=$($PY - "$case" <<'PY'
@@ -200,6 +208,7 @@ if [ -n "$resnet" ]; then
 fi
 bench() { # label, model, extra args...
   local label=$1 model=$2; shift 2
+  [ -z "$quick" ] || [[ $label == resnet50*b64* ]] || return 0
   [ -f "$model" ] || { note "bench $label: skipped (no $model)"; return; }
   local j
   if j=$(timeout 120 $B bench "$model" --device cuda --warmup 10 --duration 3 --json "$@" 2>target/bench-err.txt); then
@@ -213,25 +222,21 @@ bench "blazeface_full b1" models/blazeface_full.onnx --batch 1
 bench "blazeface_short fp16 b1" target/fp16/blazeface_short.edgert --batch 1
 bench "blazeface_full fp16 b1" target/fp16/blazeface_full.edgert --batch 1
 bench "blazeface_short fp16 b1, no tensor cores" target/fp16/blazeface_short.edgert --batch 1 --no-tensor-cores
-echo "== profile: blazeface_short fp16 b1 (slowest 12 nodes)"
-timeout 60 $B bench target/fp16/blazeface_short.edgert --device cuda --duration 1 --profile 2>&1 | grep -A12 '^profile'
-echo "== profile: blazeface_short b1 (slowest 12 nodes)"
-timeout 120 $B bench models/blazeface_short.onnx --device cuda --duration 1 --profile 2>&1 | grep -A12 '^profile'
+profile "blazeface_short fp16 b1" target/fp16/blazeface_short.edgert
+profile "blazeface_short b1" models/blazeface_short.onnx
 bench "speech_embedding_body b1" models/kws/speech_embedding_body.onnx --batch 1
 bench "silero_vad_16k_conv2d" models/kws/silero_vad_16k_conv2d.onnx
 if [ -n "$resnet" ]; then
   for b in 1 8 64; do bench "resnet50 fp32 b$b" "$resnet" --batch $b; done
-  echo "== profile: resnet50 fp32 b64 (slowest 12 nodes)"
-  timeout 120 $B bench "$resnet" --device cuda --batch 64 --duration 1 --profile 2>&1 | grep -A12 '^profile'
+  profile "resnet50 fp32 b64" "$resnet" --batch 64
   if [ -f target/fp16/resnet50.edgert ]; then
     for b in 1 8 64; do bench "resnet50 fp16 b$b" target/fp16/resnet50.edgert --batch $b; done
     bench "resnet50 fp16 b64, no tensor cores" target/fp16/resnet50.edgert --batch 64 --no-tensor-cores
     bench "resnet50 fp16 b64, 128 tiles" target/fp16/resnet50.edgert --batch 64 --tc-tile 128
     bench "resnet50 fp16 b1, 128 tiles" target/fp16/resnet50.edgert --batch 1 --tc-tile 128
-    echo "== profile: resnet50 fp16 b64 (slowest 12 nodes)"
-    timeout 120 $B bench target/fp16/resnet50.edgert --device cuda --batch 64 --duration 1 --profile 2>&1 | grep -A12 '^profile'
+    profile "resnet50 fp16 b64" target/fp16/resnet50.edgert --batch 64
   fi
-  if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  if [ -z "$quick" ] && $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     ref=$($PY - <<'PY'
 import time, torch, torchvision
 torch.backends.cudnn.benchmark = True

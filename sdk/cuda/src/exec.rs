@@ -342,12 +342,39 @@ impl GpuContext {
                 ),
             }));
         }
-        let Some((off, bytes)) = self.layout.staging_of(id) else { return Ok(()) };
+        if self.layout.staging_of(id).is_none() {
+            return Ok(()); // an input no step reads
+        }
+        self.input_staging_mut(name)?.copy_from_slice(value.view().data.as_bytes());
+        self.upload_input(name)
+    }
+
+    /// The pinned staging bytes of input `name` (little-endian, of the type and shape
+    /// `plan().types` gives it), for a producer that writes the input in place, e.g.
+    /// preprocessing straight into pinned memory: fill them, then call
+    /// [`upload_input`](Self::upload_input); no host copy in between. Waits for the
+    /// context's stream first, so a copy still in flight never sees the bytes change.
+    pub fn input_staging_mut(&mut self, name: &str) -> Result<&mut [u8]> {
+        let id = self.input_id(name)?;
+        let (off, bytes) = self
+            .layout
+            .staging_of(id)
+            .ok_or_else(|| Error::Invalid(format!("input `{name}` is not read by this context's plan")))?;
         self.stream.synchronize()?;
-        self.staging.bytes_mut()[off..off + bytes].copy_from_slice(value.view().data.as_bytes());
+        Ok(&mut self.staging.bytes_mut()[off..off + bytes])
+    }
+
+    /// Queues the copy of input `name` from its pinned staging to the device, on the
+    /// context's stream (asynchronous: a DMA from page-locked memory).
+    pub fn upload_input(&mut self, name: &str) -> Result<()> {
+        let id = self.input_id(name)?;
+        let (off, bytes) = self
+            .layout
+            .staging_of(id)
+            .ok_or_else(|| Error::Invalid(format!("input `{name}` is not read by this context's plan")))?;
         let dst = self.arena_ptr(id)?;
-        // SAFETY: staging region and arena region both `bytes` long; the stream is synced
-        // before staging is reused.
+        // SAFETY: staging region and arena region both `bytes` long; staging is only written
+        // through `input_staging_mut`, which waits for the stream first.
         let stream = self.cu_stream();
         unsafe { result::memcpy_htod_async(dst, &self.staging.bytes_mut()[off..off + bytes], stream) }?;
         Ok(())

@@ -35,8 +35,9 @@ impl Rng {
 }
 
 /// One node `op` over runtime inputs `ins` (name, shape) and constants `consts`; checks the
-/// GPU result against the reference for two sets of random inputs in one context, both as
-/// a replayed CUDA graph (the default: the second run replays the first run's capture with
+/// GPU result against the reference for two sets of random inputs in one context (the first
+/// through `set_input`, the second written into pinned staging in place), both as a
+/// replayed CUDA graph (the default: the second run replays the first run's capture with
 /// new inputs) and kernel by kernel.
 fn check(op: &str, attrs: Attrs, ins: &[(&str, &[usize])], consts: &[(&str, &[usize])], seed: u64) {
     let mut rng = Rng(seed);
@@ -72,9 +73,17 @@ fn check(op: &str, attrs: Attrs, ins: &[(&str, &[usize])], consts: &[(&str, &[us
     for kernel_by_kernel in [false, true] {
         let opts = ExecOptions { kernel_by_kernel, ..Default::default() };
         let mut ctx = GpuContext::new(engine.clone(), &shapes, opts).unwrap_or_else(|e| panic!("{op}: {e}"));
+        let e = ctx.input_staging_mut("no_such_input").unwrap_err().to_string();
+        assert!(e.contains("no such input"), "{e}");
         for (i, (values, want)) in cases.iter().enumerate() {
             for (k, v) in values {
-                ctx.set_input(k, v).unwrap();
+                if i == 0 {
+                    ctx.set_input(k, v).unwrap();
+                } else {
+                    // The in-place path: written into pinned staging, then uploaded.
+                    ctx.input_staging_mut(k).unwrap().copy_from_slice(v.view().data.as_bytes());
+                    ctx.upload_input(k).unwrap();
+                }
             }
             ctx.run().unwrap_or_else(|e| panic!("{op}: {e}"));
             let got = ctx.output(0).unwrap();
