@@ -1,10 +1,13 @@
 //! 2-D convolution (NCHW, f32) on the GEMM: `Y[m, oy*ow+ox] = W[m, :] · im2col(X)[:, oy*ow+ox]`
 //! per image and group, with im2col writing B's panels directly (a 1x1 stride-1 unpadded
 //! convolution packs X itself). Depthwise convolutions (one input channel per group, one
-//! output per group) use a direct kernel instead: a GEMM with one row would waste the tile.
+//! output per group) use a direct kernel instead: a GEMM with one row would waste the tile;
+//! so do dense ones with few input channels ([`dense_direct`]) and ones with long kernel
+//! rows ([`conv_row_dot`]).
 //! The epilogue (bias, residual, activation) is applied as each output tile is finished.
 
 use super::Exec;
+use super::conv_row_dot;
 use super::epilogue::Epilogue;
 use super::gemm::{self, AMatrix, BMatrix, SyncPtr, packed_b_len};
 use super::isa::Isa;
@@ -84,11 +87,15 @@ impl Conv2d {
             0
         } else {
             let gemm = packed_b_len(self.k(), self.positions(), gemm::NR_MAX);
-            if self.is_small_dense() { gemm.max(self.n * self.c * DwLayout::of(self).plane()) } else { gemm }
+            if self.is_small_dense() {
+                gemm.max(self.n * self.c * DwLayout::of(self).plane())
+            } else {
+                gemm.max(conv_row_dot::scratch_floats(self))
+            }
         }
     }
     /// Rows and columns of input a depthwise window touches, top/left padding included.
-    fn padded_plane(&self) -> (usize, usize) {
+    pub(super) fn padded_plane(&self) -> (usize, usize) {
         let span = |o: usize, s: usize, k: usize, d: usize| (o.max(1) - 1) * s + (k - 1) * d + 1;
         (
             span(self.oh, self.stride[0], self.kh, self.dilation[0]),
@@ -123,6 +130,12 @@ pub fn conv2d(
         && p.takes_dense_direct(exec.isa)
     {
         dense_direct(exec, p, x, wf, ep, y, scratch);
+        return Ok(());
+    }
+    if let AMatrix::F32(wf) = w
+        && conv_row_dot::takes(p, exec.isa)
+    {
+        conv_row_dot::conv_row_dot(exec, p, x, wf, ep, y, scratch);
         return Ok(());
     }
     let (cg, mg, k, np) = (p.c / p.group, p.m / p.group, p.k(), p.positions());

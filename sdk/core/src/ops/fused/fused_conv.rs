@@ -403,6 +403,12 @@ mod tests {
             (2, 129, 0, 5, 128, 1, 1, 3, 1, 1, [0, 1, 0, 1]),
             (1, 7, 0, 50, 7, 7, 1, 5, 2, 3, [0, 4, 0, 1]),
             (2, 9, 0, 17, 19, 1, 1, 1, 1, 1, [0, 0, 0, 0]),
+            // Long kernel rows (cpu::conv_row_dot on AVX2/AVX-512): the speech frontend's DFT
+            // (400 taps, stride 160, 514 channels); padded 2-D with 70-tap rows, a partial
+            // channel block and batch 2; padded 1-D with 65 taps.
+            (1, 1, 1, 1520, 514, 1, 1, 400, 160, 1, [0, 0, 0, 0]),
+            (2, 3, 5, 90, 6, 1, 2, 70, 3, 1, [1, 5, 0, 7]),
+            (1, 2, 0, 300, 9, 1, 1, 65, 7, 1, [0, 3, 0, 2]),
         ];
         for (ci, &(n, c, h, w, m, group, kh, kw, stride, dil, pads)) in cases.iter().enumerate() {
             let one_d = h == 0;
