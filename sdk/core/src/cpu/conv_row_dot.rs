@@ -109,124 +109,155 @@ struct Rows<'a> {
     plane: usize,
 }
 
-/// Output positions per block on AVX2 (`MB * 3` accumulators of 16 registers) and on
-/// AVX-512 (`MB * 4` of 32).
+/// One x86 vector width: what the shared kernel body [`rows`] needs of it.
 #[cfg(target_arch = "x86_64")]
-const PB_AVX2: usize = 3;
-#[cfg(target_arch = "x86_64")]
-const PB_AVX512: usize = 4;
+trait Lanes: Copy {
+    /// Floats per vector.
+    const N: usize;
+    /// A vector with the first `n` lanes valid (for the tail of a row).
+    type Tail: Copy;
+    unsafe fn tail(n: usize) -> Self::Tail;
+    unsafe fn zero() -> Self;
+    unsafe fn load(p: *const f32) -> Self;
+    /// Loads the tail's valid lanes only (zeros elsewhere; masked lanes are not read).
+    unsafe fn load_tail(p: *const f32, t: Self::Tail) -> Self;
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self;
+    unsafe fn sum(self) -> f32;
+}
 
-/// `M` output channels (weights `w`: `[M, c, kh, kw]`) of one image (`x`: its planes) into
-/// `out` (`M` rows of oh*ow), 8 taps per FMA; the last `kw % 8` taps by masked loads.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn rows_avx2<const M: usize>(g: &Rows, x: &[f32], w: &[f32], out: &mut [f32]) {
-    use std::arch::x86_64::*;
-    let p = g.p;
-    let (kw, np, taps) = (p.kw, p.positions(), p.k());
-    let full = kw / 8 * 8;
-    let lane: [i32; 8] = std::array::from_fn(|i| i as i32);
-    // SAFETY (whole body): AVX2/FMA present (the caller's contract); every input read is
-    // inside a window row, which lies inside its plane (`padded` made sure), every weight read
-    // below `M * taps`, every store inside `out`; masked loads read only the valid lanes.
-    unsafe {
-        let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((kw - full) as i32), _mm256_loadu_si256(lane.as_ptr().cast()));
-        let hsum = |v: __m256| {
-            let s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+impl Lanes for std::arch::x86_64::__m256 {
+    const N: usize = 8;
+    type Tail = std::arch::x86_64::__m256i;
+    #[inline(always)]
+    unsafe fn tail(n: usize) -> Self::Tail {
+        use std::arch::x86_64::*;
+        unsafe { _mm256_cmpgt_epi32(_mm256_set1_epi32(n as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)) }
+    }
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        unsafe { std::arch::x86_64::_mm256_setzero_ps() }
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        unsafe { std::arch::x86_64::_mm256_loadu_ps(p) }
+    }
+    #[inline(always)]
+    unsafe fn load_tail(p: *const f32, t: Self::Tail) -> Self {
+        unsafe { std::arch::x86_64::_mm256_maskload_ps(p, t) }
+    }
+    #[inline(always)]
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+        unsafe { std::arch::x86_64::_mm256_fmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    unsafe fn sum(self) -> f32 {
+        use std::arch::x86_64::*;
+        unsafe {
+            let s4 = _mm_add_ps(_mm256_castps256_ps128(self), _mm256_extractf128_ps(self, 1));
             let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
             _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)))
-        };
-        for oy in 0..p.oh {
-            let mut ox = 0;
-            while ox < p.ow {
-                let pb = PB_AVX2.min(p.ow - ox);
-                let mut acc = [[_mm256_setzero_ps(); PB_AVX2]; M];
-                for c in 0..p.c {
-                    for ky in 0..p.kh {
-                        let row = x.as_ptr().add(c * g.plane + (oy * p.stride[0] + ky * p.dilation[0]) * g.ld);
-                        let wr = w.as_ptr().add((c * p.kh + ky) * kw);
-                        let win: [*const f32; PB_AVX2] =
-                            std::array::from_fn(|j| row.add((ox + j.min(pb - 1)) * p.stride[1]));
-                        let mut kx = 0;
-                        while kx < kw {
-                            let (wv, xv): ([__m256; M], [__m256; PB_AVX2]) = if kx < full {
-                                (
-                                    std::array::from_fn(|mi| _mm256_loadu_ps(wr.add(mi * taps + kx))),
-                                    std::array::from_fn(|j| _mm256_loadu_ps(win[j].add(kx))),
-                                )
-                            } else {
-                                (
-                                    std::array::from_fn(|mi| _mm256_maskload_ps(wr.add(mi * taps + kx), mask)),
-                                    std::array::from_fn(|j| _mm256_maskload_ps(win[j].add(kx), mask)),
-                                )
-                            };
-                            for (a, wv) in acc.iter_mut().zip(wv) {
-                                for (s, xv) in a.iter_mut().zip(xv) {
-                                    *s = _mm256_fmadd_ps(wv, xv, *s);
-                                }
-                            }
-                            kx += 8;
-                        }
-                    }
-                }
-                for (mi, a) in acc.iter().enumerate() {
-                    for (j, &s) in a.iter().enumerate().take(pb) {
-                        *out.get_unchecked_mut(mi * np + oy * p.ow + ox + j) = hsum(s);
-                    }
-                }
-                ox += pb;
-            }
         }
     }
 }
 
-/// [`rows_avx2`] with 16 taps per FMA and four positions per block.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
+impl Lanes for std::arch::x86_64::__m512 {
+    const N: usize = 16;
+    type Tail = std::arch::x86_64::__mmask16;
+    #[inline(always)]
+    unsafe fn tail(n: usize) -> Self::Tail {
+        ((1u32 << n) - 1) as u16
+    }
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        unsafe { std::arch::x86_64::_mm512_setzero_ps() }
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> Self {
+        unsafe { std::arch::x86_64::_mm512_loadu_ps(p) }
+    }
+    #[inline(always)]
+    unsafe fn load_tail(p: *const f32, t: Self::Tail) -> Self {
+        unsafe { std::arch::x86_64::_mm512_maskz_loadu_ps(t, p) }
+    }
+    #[inline(always)]
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+        unsafe { std::arch::x86_64::_mm512_fmadd_ps(a, b, c) }
+    }
+    #[inline(always)]
+    unsafe fn sum(self) -> f32 {
+        unsafe { std::arch::x86_64::_mm512_reduce_add_ps(self) }
+    }
+}
+
+/// `M` output channels on AVX2: blocks of 3 positions (`M * 3` accumulators of 16 ymm).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rows_avx2<const M: usize>(g: &Rows, x: &[f32], w: &[f32], out: &mut [f32]) {
+    // SAFETY: AVX2 and FMA are enabled here; the rest is `rows`' contract, passed on.
+    unsafe { rows::<std::arch::x86_64::__m256, M, 3>(g, x, w, out) }
+}
+
+/// `M` output channels on AVX-512: blocks of 4 positions (`M * 4` accumulators of 32 zmm).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn rows_avx512<const M: usize>(g: &Rows, x: &[f32], w: &[f32], out: &mut [f32]) {
-    use std::arch::x86_64::*;
+    // SAFETY: as in `rows_avx2`, with AVX-512F.
+    unsafe { rows::<std::arch::x86_64::__m512, M, 4>(g, x, w, out) }
+}
+
+/// `M` output channels (weights `w`: `[M, c, kh, kw]`) of one image (`x`: its planes) into
+/// `out` (`M` rows of oh*ow): `PB` positions at a time, `V::N` taps per FMA, the last
+/// `kw % V::N` taps by masked loads. Inlined into a wrapper that enables `V`'s ISA.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn rows<V: Lanes, const M: usize, const PB: usize>(g: &Rows, x: &[f32], w: &[f32], out: &mut [f32]) {
     let p = g.p;
     let (kw, np, taps) = (p.kw, p.positions(), p.k());
-    let full = kw / 16 * 16;
-    let mask: __mmask16 = ((1u32 << (kw - full)) - 1) as __mmask16;
-    // SAFETY (whole body): as in `rows_avx2`; masked loads do not touch masked-off lanes.
+    let full = kw / V::N * V::N;
+    // SAFETY (whole body): the ISA is enabled (the caller's contract); every input read is
+    // inside a window row, which lies inside its plane (`padded` made sure), every weight read
+    // below `M * taps`, every store inside `out`; masked loads read only the valid lanes.
     unsafe {
+        let tail = V::tail(kw - full);
         for oy in 0..p.oh {
             let mut ox = 0;
             while ox < p.ow {
-                let pb = PB_AVX512.min(p.ow - ox);
-                let mut acc = [[_mm512_setzero_ps(); PB_AVX512]; M];
+                let pb = PB.min(p.ow - ox);
+                let mut acc = [[V::zero(); PB]; M];
                 for c in 0..p.c {
                     for ky in 0..p.kh {
                         let row = x.as_ptr().add(c * g.plane + (oy * p.stride[0] + ky * p.dilation[0]) * g.ld);
                         let wr = w.as_ptr().add((c * p.kh + ky) * kw);
-                        let win: [*const f32; PB_AVX512] =
+                        // Positions past the block's last repeat it (their sums are dropped).
+                        let win: [*const f32; PB] =
                             std::array::from_fn(|j| row.add((ox + j.min(pb - 1)) * p.stride[1]));
                         let mut kx = 0;
                         while kx < kw {
-                            let (wv, xv): ([__m512; M], [__m512; PB_AVX512]) = if kx < full {
+                            let (wv, xv): ([V; M], [V; PB]) = if kx < full {
                                 (
-                                    std::array::from_fn(|mi| _mm512_loadu_ps(wr.add(mi * taps + kx))),
-                                    std::array::from_fn(|j| _mm512_loadu_ps(win[j].add(kx))),
+                                    std::array::from_fn(|mi| V::load(wr.add(mi * taps + kx))),
+                                    std::array::from_fn(|j| V::load(win[j].add(kx))),
                                 )
                             } else {
                                 (
-                                    std::array::from_fn(|mi| _mm512_maskz_loadu_ps(mask, wr.add(mi * taps + kx))),
-                                    std::array::from_fn(|j| _mm512_maskz_loadu_ps(mask, win[j].add(kx))),
+                                    std::array::from_fn(|mi| V::load_tail(wr.add(mi * taps + kx), tail)),
+                                    std::array::from_fn(|j| V::load_tail(win[j].add(kx), tail)),
                                 )
                             };
                             for (a, wv) in acc.iter_mut().zip(wv) {
                                 for (s, xv) in a.iter_mut().zip(xv) {
-                                    *s = _mm512_fmadd_ps(wv, xv, *s);
+                                    *s = V::fma(wv, xv, *s);
                                 }
                             }
-                            kx += 16;
+                            kx += V::N;
                         }
                     }
                 }
                 for (mi, a) in acc.iter().enumerate() {
                     for (j, &s) in a.iter().enumerate().take(pb) {
-                        *out.get_unchecked_mut(mi * np + oy * p.ow + ox + j) = _mm512_reduce_add_ps(s);
+                        *out.get_unchecked_mut(mi * np + oy * p.ow + ox + j) = s.sum();
                     }
                 }
                 ox += pb;
