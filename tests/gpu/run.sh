@@ -24,7 +24,7 @@
 # 4. builds FP16 engines of BlazeFace and ResNet-50 and compares their CUDA outputs (convs on
 #    tensor cores) with the same engines on the CPU and with FP32;
 # 5. benchmarks with `edgert bench --device cuda` (H2D, GPU compute, D2H, end to end):
-#    BlazeFace b1 FP32/FP16 (the shipped models have a fixed batch of 1), the KWS models,
+#    BlazeFace b1 and b32 (rebatched by `edgert build --batch 32`) in FP32/FP16, the KWS models,
 #    and ResNet-50 FP32/FP16 b1/b8/b64 (a random-weight torchvision export when models/ has
 #    none, made here when torch is installed), with PyTorch eager on the same GPU as a
 #    reference where torch is installed.
@@ -222,6 +222,12 @@ bench "blazeface_full b1" models/blazeface_full.onnx --batch 1
 bench "blazeface_short fp16 b1" target/fp16/blazeface_short.edgert --batch 1
 bench "blazeface_full fp16 b1" target/fp16/blazeface_full.edgert --batch 1
 bench "blazeface_short fp16 b1, no tensor cores" target/fp16/blazeface_short.edgert --batch 1 --no-tensor-cores
+# The issue's BlazeFace batch-32 target: the shipped model rebatched (`edgert build --batch`).
+if [ -z "$quick" ] && timeout 120 $B build models/blazeface_short.onnx -o target/blazeface_short_b32.edgert --batch 32 >/dev/null 2>&1 &&
+  timeout 120 $B build models/blazeface_short.onnx -o target/fp16/blazeface_short_b32.edgert --batch 32 --precision fp16 >/dev/null 2>&1; then
+  bench "blazeface_short b32" target/blazeface_short_b32.edgert
+  bench "blazeface_short fp16 b32" target/fp16/blazeface_short_b32.edgert
+fi
 profile "blazeface_short fp16 b1" target/fp16/blazeface_short.edgert
 profile "blazeface_short b1" models/blazeface_short.onnx
 bench "speech_embedding_body b1" models/kws/speech_embedding_body.onnx --batch 1

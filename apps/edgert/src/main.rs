@@ -31,6 +31,11 @@ enum Cmd {
         /// Input shape to plan for, `NAME=1x3x128x128` (repeatable); symbolic dims otherwise 1.
         #[arg(long = "shape", value_name = "NAME=DIMS")]
         shapes: Vec<String>,
+        /// Rebatch a model exported for a fixed batch of 1 (BlazeFace) to N images per run:
+        /// inputs and the leading 1 of Reshape/Resize shape constants become N; refused
+        /// unless N images in one run give each image the outputs it gets alone.
+        #[arg(long, value_name = "N")]
+        batch: Option<usize>,
         /// Precision: `fp32`; `fp16` (convolution weights stored as float16, f32 activations
         /// and sums); `int8` (convolutions on INT8 kernels, scales from `--calib` or
         /// `--calib-cache`); `best` (each convolution in the fastest of the three whose error
@@ -152,6 +157,7 @@ fn real_main() -> Result<()> {
             model,
             output,
             shapes,
+            batch,
             precision,
             max_error,
             error_samples,
@@ -187,6 +193,14 @@ fn real_main() -> Result<()> {
                     };
                     build_int8(graph, &shapes, &int8)?
                 }
+            };
+            let engine = match batch {
+                Some(n) => {
+                    let e = engine.with_batch(n).with_context(|| format!("--batch {n}"))?;
+                    println!("rebatched to {n} images per run (checked image by image against batch 1)");
+                    e
+                }
+                None => engine,
             };
             engine.save(&output)?;
             let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);

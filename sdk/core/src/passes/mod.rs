@@ -10,6 +10,7 @@ mod fuse_conv_epilogue;
 pub mod quantize_int8;
 mod remove_dead_nodes;
 mod remove_identity;
+mod set_batch;
 
 pub use fold_batchnorm::fold_batchnorm;
 pub use fold_channel_pad::fold_channel_pad;
@@ -21,6 +22,7 @@ pub use fuse_conv_epilogue::fuse_conv_epilogue;
 pub use quantize_int8::{LayerPrecision, quantize_int8};
 pub use remove_dead_nodes::remove_dead_nodes;
 pub use remove_identity::remove_identity;
+pub use set_batch::set_batch;
 
 use std::collections::HashMap;
 
