@@ -205,6 +205,77 @@ fn plan_summary(graph: &Graph, shapes: Option<&HashMap<String, Vec<usize>>>) -> 
     }
 }
 
+/// Every input's shape, all dimensions fixed.
+fn fixed_input_shapes(g: &Graph) -> Result<HashMap<String, Vec<usize>>> {
+    g.inputs
+        .iter()
+        .map(|&id| {
+            let v = &g.values[id];
+            let dims = v.shape.as_ref().and_then(|s| {
+                s.iter().map(|d| if let Dim::Fixed(f) = d { Some(*f) } else { None }).collect::<Option<Vec<usize>>>()
+            });
+            dims.map(|d| (v.name.clone(), d))
+                .ok_or_else(|| crate::invalid_err!("input `{}` has a symbolic dimension besides the batch", v.name))
+        })
+        .collect()
+}
+
+/// The check of [`Engine::with_batch`]: `n` pseudo-random images through `batched` at once
+/// and each alone through `single`; every output of every image must match (f32 tolerance).
+fn check_rebatched(single: &Graph, batched: &Graph, n: usize) -> Result<()> {
+    let (one_shapes, n_shapes) = (fixed_input_shapes(single)?, fixed_input_shapes(batched)?);
+    let engine =
+        |g: &Graph| Arc::new(Engine { graph: g.clone(), target: Target::host_cpu(), build: BuildInfo::default() });
+    let mut one = crate::Context::new(engine(single), &one_shapes)?;
+    let mut many = crate::Context::new(engine(batched), &n_shapes)?;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut random = |len: usize| -> Vec<f32> {
+        (0..len)
+            .map(|_| {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    };
+    // Image i's input `name` is values[name][i * len..]; the batch holds them all.
+    let mut values: HashMap<&str, Vec<f32>> = HashMap::new();
+    for (name, shape) in &n_shapes {
+        let all = random(shape.iter().product());
+        many.set_input(name, &Tensor::from_f32(shape, all.clone())?)?;
+        values.insert(name, all);
+    }
+    many.run()?;
+    let names = many.output_names();
+    let outs: Vec<Tensor> = (0..names.len()).map(|o| many.output(o)).collect::<Result<_>>()?;
+    for i in 0..n {
+        for (name, shape) in &one_shapes {
+            let len: usize = shape.iter().product();
+            one.set_input(name, &Tensor::from_f32(shape, values[name.as_str()][i * len..(i + 1) * len].to_vec())?)?;
+        }
+        one.run()?;
+        for (o, all) in outs.iter().enumerate() {
+            let want = one.output(o)?;
+            let per = want.len();
+            if all.len() != n * per || all.shape().first() != Some(&n) {
+                crate::invalid!(
+                    "cannot rebatch to {n}: output `{}` is {:?} for {n} images, {:?} for one",
+                    names[o],
+                    all.shape(),
+                    want.shape()
+                );
+            }
+            let got = Tensor::from_f32(want.shape(), all.to_f32_vec()?[i * per..(i + 1) * per].to_vec())?;
+            if let Some(m) = crate::compare::mismatch(&got, &want, crate::compare::Tolerance::F32) {
+                crate::invalid!(
+                    "cannot rebatch to {n}: image {i}'s output `{}` differs from its run alone: {m}",
+                    names[o]
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Where an INT8 build gets its activation scales.
 pub enum Int8Scales<'a> {
     /// A calibration cache (read from a file, or edited by hand).
@@ -323,100 +394,24 @@ impl Engine {
 
     /// This batch-1 engine rewritten to take `n` images per run (`passes::set_batch`: for
     /// models exported with a fixed batch of 1, such as BlazeFace's TFLite conversions), or an
-    /// error naming why not. The rewrite is checked, not assumed: the new engine runs `n`
-    /// pseudo-random images at once and the original runs each alone, and every output of
-    /// every image must match (f32 tolerance); a model that mixes images along its first axis
-    /// is refused. Float32 inputs only.
+    /// error naming why not. The rewrite is checked, not assumed ([`check_rebatched`]): a
+    /// model that mixes images along its first axis is refused. Float32 inputs only.
     pub fn with_batch(&self, n: usize) -> Result<Engine> {
+        for &id in &self.graph.inputs {
+            let v = &self.graph.values[id];
+            if v.dtype != Some(DType::F32) {
+                crate::invalid!("rebatching checks float32 inputs only; `{}` is not float32", v.name);
+            }
+        }
         let mut graph = self.graph.clone();
         let changes = passes::set_batch(&mut graph, n)?;
-        let shape_of = |g: &Graph, id: ValueId| -> Result<Vec<usize>> {
-            let v = &g.values[id];
-            v.shape
-                .as_ref()
-                .and_then(|s| {
-                    s.iter()
-                        .map(|d| if let Dim::Fixed(f) = d { Some(*f) } else { None })
-                        .collect::<Option<Vec<usize>>>()
-                })
-                .ok_or_else(|| crate::invalid_err!("input `{}` has a symbolic dimension besides the batch", v.name))
-        };
-        let shapes = |g: &Graph| -> Result<HashMap<String, Vec<usize>>> {
-            g.inputs.iter().map(|&id| Ok((g.values[id].name.clone(), shape_of(g, id)?))).collect()
-        };
-        let (one_shapes, n_shapes) = (shapes(&self.graph)?, shapes(&graph)?);
+        let n_shapes = fixed_input_shapes(&graph)?;
         let mut build = self.build.clone();
         build.plan = plan_summary(&graph, Some(&n_shapes))?;
         build.passes.push((format!("set_batch {n}"), changes.len()));
-        let batched = Arc::new(Engine { graph, target: self.target.clone(), build });
-        // The check: n images through the batched engine, each alone through this one.
-        let single =
-            Arc::new(Engine { graph: self.graph.clone(), target: self.target.clone(), build: self.build.clone() });
-        let mut one = crate::Context::new(single, &one_shapes)?;
-        let mut many = crate::Context::new(batched.clone(), &n_shapes)?;
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut images: Vec<Vec<(String, Tensor)>> = Vec::with_capacity(n);
-        for _ in 0..n {
-            let mut inputs = Vec::new();
-            for (name, shape) in &one_shapes {
-                let len: usize = shape.iter().product();
-                let values: Vec<f32> = (0..len)
-                    .map(|_| {
-                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                        ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-                    })
-                    .collect();
-                inputs.push((name.clone(), Tensor::from_f32(shape, values)?));
-            }
-            images.push(inputs);
-        }
-        for (name, shape) in &one_shapes {
-            let id = self.graph.inputs.iter().copied().find(|&i| &self.graph.values[i].name == name);
-            if id.is_some_and(|i| self.graph.values[i].dtype != Some(DType::F32)) {
-                crate::invalid!("rebatching checks float32 inputs only; `{name}` is not float32");
-            }
-            let mut all = Vec::with_capacity(n * shape.iter().product::<usize>());
-            for img in &images {
-                all.extend(
-                    img.iter().find(|(k, _)| k == name).map(|(_, t)| t.to_f32_vec()).transpose()?.unwrap_or_default(),
-                );
-            }
-            let mut big = shape.clone();
-            big[0] = n;
-            many.set_input(name, &Tensor::from_f32(&big, all)?)?;
-        }
-        many.run()?;
-        let outputs = many.output_names().len();
-        let batched_outputs: Vec<Tensor> = (0..outputs).map(|o| many.output(o)).collect::<Result<_>>()?;
-        for (i, img) in images.iter().enumerate() {
-            for (name, t) in img {
-                one.set_input(name, t)?;
-            }
-            one.run()?;
-            for (o, all) in batched_outputs.iter().enumerate() {
-                let want = one.output(o)?;
-                let per = want.len();
-                let got = all.to_f32_vec()?;
-                let name = &one.output_names()[o];
-                if all.len() != n * per || all.shape().first() != Some(&n) {
-                    crate::invalid!(
-                        "cannot rebatch to {n}: output `{name}` is {:?} for {n} images, {:?} for one",
-                        all.shape(),
-                        want.shape()
-                    );
-                }
-                let mut sub = want.shape().to_vec();
-                sub[0] = 1;
-                let got = Tensor::from_f32(&sub, got[i * per..(i + 1) * per].to_vec())?;
-                if let Some(m) = crate::compare::mismatch(&got, &want, crate::compare::Tolerance::F32) {
-                    crate::invalid!(
-                        "cannot rebatch to {n}: image {i}'s output `{name}` differs from its run alone: {m}"
-                    );
-                }
-            }
-        }
-        drop(many);
-        Arc::try_unwrap(batched).map_err(|_| crate::invalid_err!("rebatched engine still shared"))
+        let batched = Engine { graph, target: self.target.clone(), build };
+        check_rebatched(&self.graph, &batched.graph, n)?;
+        Ok(batched)
     }
 
     /// Serializes to the engine file format.

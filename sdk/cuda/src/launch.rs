@@ -128,7 +128,8 @@ mod tests {
         assert!(LaunchConfig::gemm_tiles(64, 64, 70_000).is_err());
         assert_eq!(LaunchConfig::gemm_wmma(32, 48, 16, 1).unwrap().grid, (2, 1, 1));
         assert!(LaunchConfig::gemm_wmma(30, 48, 16, 1).is_err());
-        // ResNet-50's 3x3 conv at batch 64: 64 channels x 64*56*56 pixels.
+        // ResNet-50 at batch 64: layer1's 1x1 expand (256 channels) and its 3x3 conv (64
+        // channels), each over 64*56*56 pixels.
         let c = LaunchConfig::conv_tc(256, 64 * 56 * 56, 1, 128).unwrap();
         assert_eq!((c.grid, c.block.0), ((1568, 2, 1), 256));
         let c = LaunchConfig::conv_tc(64, 64 * 56 * 56, 1, 64).unwrap();

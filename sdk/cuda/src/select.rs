@@ -135,8 +135,8 @@ pub fn is_tensor_core_conv(kernel: &str) -> bool {
 
 /// The tensor-core conv: 64x64 tiles unless 128 is asked for. On an H200, 64x64 tiles beat
 /// 128x128 on every ResNet-50 layer mix measured (batch 64: 14.5 vs 16.3 ms on the GPU;
-/// batch 1: 2.8 vs 4.3 ms; tests/gpu/RESULTS.md, runs 7 and 8), so 128 is kept for tuning on other
-/// GPUs (`edgert bench --tc-tile 128`).
+/// batch 1: 2.8 vs 4.3 ms; tests/gpu/RESULTS.md, runs 7 and 8), so 128 is kept for tuning
+/// on other GPUs (`edgert bench --tc-tile 128`).
 fn tensor_core_conv(opts: SelectOptions) -> &'static str {
     if opts.tc_tile == Some(128) { names::conv_tc128_f16w } else { names::conv_tc64_f16w }
 }
