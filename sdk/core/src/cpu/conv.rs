@@ -207,101 +207,101 @@ unsafe fn im2col_panel_avx2(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, pi: usiz
 
 #[inline(always)]
 fn im2col_panel_plain(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, pi: usize, out: &mut [f32]) {
-    let (np, k) = (p.positions(), p.k());
-    debug_assert_eq!(out.len(), k * nr);
-    // Top-left input position of each column's window (may be negative: padding), and
-    // whether the whole window lies inside the input (then no tap needs a check).
-    let mut base_y = [0isize; gemm::NR_MAX];
-    let mut base_x = [0isize; gemm::NR_MAX];
-    let mut inside = [false; gemm::NR_MAX];
-    let (h, w) = (p.h as isize, p.w as isize);
-    let ext_y = ((p.kh - 1) * p.dilation[0]) as isize;
-    let ext_x = ((p.kw - 1) * p.dilation[1]) as isize;
+    let np = p.positions();
+    debug_assert_eq!(out.len(), p.k() * nr);
     let valid = nr.min(np - pi * nr);
-    for jj in 0..valid {
-        let col = pi * nr + jj;
-        base_y[jj] = (col / p.ow * p.stride[0]) as isize - p.pad[0] as isize;
-        base_x[jj] = (col % p.ow * p.stride[1]) as isize - p.pad[1] as isize;
-        inside[jj] = base_y[jj] >= 0 && base_y[jj] + ext_y < h && base_x[jj] >= 0 && base_x[jj] + ext_x < w;
+    // The panel's columns split into runs that lie in one output row each (a 32-wide panel
+    // over 28-wide rows has two or three): along a run, a tap row is a strided run of one
+    // input row, copied whole instead of gathered column by column (which took 40% of a
+    // 3x3 convolution's time). Each run: first column in the panel, length, and the input
+    // position of its first window's top-left tap (may be negative: padding).
+    let mut runs = [(0usize, 0usize, 0isize, 0isize); gemm::NR_MAX];
+    let mut count = 0;
+    let (first, end) = (pi * nr, pi * nr + valid);
+    let mut col = first;
+    while col < end {
+        let (oy, ox) = (col / p.ow, col % p.ow);
+        let len = (p.ow - ox).min(end - col);
+        let by = (oy * p.stride[0]) as isize - p.pad[0] as isize;
+        let bx = (ox * p.stride[1]) as isize - p.pad[1] as isize;
+        runs[count] = (col - first, len, by, bx);
+        count += 1;
+        col += len;
     }
-    let all_inside = inside[..valid].iter().all(|&b| b);
-    let first = pi * nr;
-    if first % p.ow + valid <= p.ow {
-        // All columns in one output row: each tap row is a strided run of one input row
-        // (or zeros), with the clipped columns at its ends.
-        im2col_one_row(isa, p, x, nr, valid, base_y[0], base_x[0], out);
-        return;
-    }
-    let mut row = 0;
-    for ci in 0..p.c / p.group {
-        let plane = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
-        for ky in 0..p.kh {
-            let dy = (ky * p.dilation[0]) as isize;
-            for kx in 0..p.kw {
-                let dx = (kx * p.dilation[1]) as isize;
-                let o = &mut out[row * nr..(row + 1) * nr];
-                if all_inside {
-                    for jj in 0..valid {
-                        o[jj] = plane[((base_y[jj] + dy) * w + base_x[jj] + dx) as usize];
-                    }
+    // Tap-major: a tap's clipping and source offset are the same for every input channel,
+    // so they are worked out once per (tap, run) and the channel loop only copies.
+    let (taps, plane) = (p.kh * p.kw, p.h * p.w);
+    let (h, w, sx) = (p.h as isize, p.w as isize, p.stride[1] as isize);
+    for ky in 0..p.kh {
+        let dy = (ky * p.dilation[0]) as isize;
+        for kx in 0..p.kw {
+            let dx = (kx * p.dilation[1]) as isize;
+            let t = ky * p.kw + kx;
+            for &(j0, len, by, bx) in &runs[..count] {
+                let (iy, x0) = (by + dy, bx + dx);
+                // Columns j of the run with 0 <= x0 + j*sx < w read the input; the rest
+                // (and all of them when row iy is padding) are zero.
+                let (lo, hi) = if iy < 0 || iy >= h {
+                    (len, len)
                 } else {
-                    for jj in 0..valid {
-                        let (iy, ix) = (base_y[jj] + dy, base_x[jj] + dx);
-                        o[jj] = if inside[jj] || (iy >= 0 && iy < h && ix >= 0 && ix < w) {
-                            plane[(iy * w + ix) as usize]
-                        } else {
-                            0.0
-                        };
+                    let lo = if x0 < 0 { ((-x0 + sx - 1) / sx) as usize } else { 0 }.min(len);
+                    let hi = if x0 >= w { 0 } else { (((w - x0 + sx - 1) / sx) as usize).min(len) }.max(lo);
+                    (lo, hi)
+                };
+                let start = if hi > lo { (iy * w + x0 + lo as isize * sx) as usize } else { 0 };
+                // Stride 2: one float more where the plane has it, so copy_even reads its
+                // last block of 16 whole instead of finishing it in scalar code.
+                let span = if hi > lo { (hi - lo - 1) * sx as usize + 1 + usize::from(sx == 2) } else { 0 };
+                for ci in 0..p.c / p.group {
+                    let row = ci * taps + t;
+                    let dst = &mut out[row * nr + j0..row * nr + j0 + len];
+                    dst[..lo].fill(0.0);
+                    dst[hi..].fill(0.0);
+                    if hi > lo {
+                        let src_plane = &x[ci * plane..(ci + 1) * plane];
+                        let src = &src_plane[start..(start + span).min(plane)];
+                        let dst = &mut dst[lo..hi];
+                        match sx {
+                            1 => copy_short(dst, src),
+                            2 => copy_even(isa, src, dst),
+                            _ => dst.iter_mut().zip(src.iter().step_by(sx as usize)).for_each(|(d, s)| *d = *s),
+                        }
                     }
                 }
-                o[valid..].fill(0.0);
-                row += 1;
             }
+        }
+    }
+    if valid < nr {
+        for row in out.chunks_exact_mut(nr) {
+            row[valid..].fill(0.0);
         }
     }
 }
 
-/// im2col of one B panel whose `valid` columns lie in one output row: the window of the
-/// first column starts at input `(by, bx)` (may be negative: padding), the others follow
-/// `stride[1]` apart. Writes `k` rows of `nr` floats, zeros past `valid`.
-#[allow(clippy::too_many_arguments)]
+/// `dst.copy_from_slice(&src[..dst.len()])` for the short runs of [`tap_run`] (a few to a
+/// few dozen floats), inline: blocks of eight (or four), the last one overlapping the one
+/// before rather than a scalar tail, and no call into `memcpy`.
 #[inline(always)]
-fn im2col_one_row(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, valid: usize, by: isize, bx: isize, out: &mut [f32]) {
-    let (h, w, sx) = (p.h as isize, p.w as isize, p.stride[1] as isize);
-    let mut row = 0;
-    for ci in 0..p.c / p.group {
-        let plane = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
-        for ky in 0..p.kh {
-            let iy = by + (ky * p.dilation[0]) as isize;
-            for kx in 0..p.kw {
-                let o = &mut out[row * nr..(row + 1) * nr];
-                row += 1;
-                if iy < 0 || iy >= h {
-                    o.fill(0.0);
-                    continue;
-                }
-                // Columns jj with 0 <= x0 + jj*sx < w.
-                let x0 = bx + (kx * p.dilation[1]) as isize;
-                let lo = if x0 < 0 { ((-x0 + sx - 1) / sx) as usize } else { 0 }.min(valid);
-                let hi = if x0 >= w { 0 } else { (((w - x0 + sx - 1) / sx) as usize).min(valid) }.max(lo);
-                o[..lo].fill(0.0);
-                o[hi..].fill(0.0);
-                if hi > lo {
-                    let start = (iy * w + x0 + lo as isize * sx) as usize;
-                    // Stride 2: one float more where the plane has it, so copy_even reads
-                    // its last block of 16 whole instead of finishing it in scalar code.
-                    let extra = usize::from(sx == 2);
-                    let end = (start + (hi - lo - 1) * sx as usize + 1 + extra).min(plane.len());
-                    let src = &plane[start..end];
-                    let dst = &mut o[lo..hi];
-                    match sx {
-                        1 => dst.copy_from_slice(src),
-                        2 => copy_even(isa, src, dst),
-                        _ => dst.iter_mut().zip(src.iter().step_by(sx as usize)).for_each(|(d, s)| *d = *s),
-                    }
-                }
-            }
-        }
+fn copy_short(dst: &mut [f32], src: &[f32]) {
+    let src = &src[..dst.len()];
+    match dst.len() {
+        8.. => copy_blocks::<8>(dst, src),
+        4.. => copy_blocks::<4>(dst, src),
+        _ => dst.iter_mut().zip(src).for_each(|(d, s)| *d = *s),
+    }
+}
+
+/// [`copy_short`] in blocks of `B` floats; `dst.len() >= B`, `src.len() == dst.len()`.
+#[inline(always)]
+fn copy_blocks<const B: usize>(dst: &mut [f32], src: &[f32]) {
+    let n = dst.len();
+    let mut i = 0;
+    while i + B <= n {
+        dst[i..i + B].copy_from_slice(&src[i..i + B]);
+        i += B;
+    }
+    if i < n {
+        dst[n - B..].copy_from_slice(&src[n - B..]);
     }
 }
 

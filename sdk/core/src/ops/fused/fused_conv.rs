@@ -393,6 +393,11 @@ mod tests {
             (1, 3, 8, 33, 3, 3, 5, 5, 2, 1, [0, 0, 0, 0]),
             (1, 3, 128, 128, 24, 1, 5, 5, 2, 1, [1, 1, 2, 2]),
             (2, 5, 20, 36, 7, 1, 3, 3, 3, 2, [2, 3, 0, 1]),
+            // im2col runs of every length class (rows of 52, 7 and 3 output columns across
+            // one panel), and enough columns (2080) for the pack-per-block GEMM on 3 threads.
+            (1, 16, 40, 52, 12, 1, 3, 3, 1, 1, [1, 1, 1, 1]),
+            (2, 12, 14, 14, 10, 1, 3, 3, 2, 1, [1, 1, 1, 1]),
+            (1, 10, 6, 6, 9, 1, 3, 3, 2, 1, [1, 0, 1, 1]),
             // Few input channels (the direct kernel on AVX2): dilated, batch 2, 5x3 with
             // asymmetric pads and odd widths.
             (2, 2, 11, 21, 7, 1, 3, 3, 1, 2, [2, 1, 0, 2]),
