@@ -34,7 +34,16 @@ fn main() {
         vec![(args[0], args[1], args[2])]
     } else {
         // (output channels, positions, depth) of ResNet-50 layers at batch 1.
-        vec![(64, 3136, 576), (256, 3136, 64), (128, 784, 1152), (512, 784, 128), (256, 196, 2304), (1024, 196, 256), (512, 49, 4608), (2048, 49, 512)]
+        vec![
+            (64, 3136, 576),
+            (256, 3136, 64),
+            (128, 784, 1152),
+            (512, 784, 128),
+            (256, 196, 2304),
+            (1024, 196, 256),
+            (512, 49, 4608),
+            (2048, 49, 512),
+        ]
     };
     let threads = args.get(3).copied().unwrap_or(1);
     let pool = (threads > 1).then(|| ThreadPool::new(threads).expect("thread pool"));
