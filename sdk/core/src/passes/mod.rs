@@ -1,5 +1,6 @@
 //! Graph passes: each rewrites the IR and keeps outputs unchanged. One pass, one file.
 
+mod eliminate_transposes;
 mod fold_batchnorm;
 mod fold_channel_pad;
 mod fold_constants;
@@ -12,6 +13,7 @@ mod remove_dead_nodes;
 mod remove_identity;
 mod set_batch;
 
+pub use eliminate_transposes::eliminate_transposes;
 pub use fold_batchnorm::fold_batchnorm;
 pub use fold_channel_pad::fold_channel_pad;
 pub use fold_constants::fold_constants;
@@ -39,6 +41,7 @@ pub fn default_passes() -> Vec<(&'static str, Pass)> {
         ("fold_qdq_conv", fold_qdq_conv),
         ("fold_constants", fold_constants),
         ("remove_identity", remove_identity),
+        ("eliminate_transposes", eliminate_transposes),
         ("fold_spatial_pad", fold_spatial_pad),
         ("fold_batchnorm", fold_batchnorm),
         ("fuse_conv_epilogue", fuse_conv_epilogue),
