@@ -105,3 +105,63 @@ fn bench_runs_one_trial() {
     assert!(o.status.success());
     assert!(text.contains("  1 streams:") && text.contains("bench result:"), "{text}");
 }
+
+#[test]
+fn annotated_video_output_decodes_with_the_boxes_drawn() {
+    let video = tmp("annotated.mp4");
+    let o = facedetect()
+        .args(["file://models/video/faces.mp4", "--output"])
+        .arg(format!("file://{}", video.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("60 annotated frames"), "{err}");
+    // The JSON lines still go to stdout.
+    let first: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(first.len(), 60);
+    let b0: Vec<f64> =
+        first[0]["detections"][0]["box"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+
+    // Read the video back through the same pipeline: every frame is there, at the source's
+    // size and frame rate, with the first frame's box drawn in green.
+    let snaps = tmp("annotated_snaps");
+    let o = facedetect()
+        .arg(format!("file://{}", video.display()))
+        .args(["--snapshot-every", "1000", "--snapshots"])
+        .arg(&snaps)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let again: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(again.len(), 60, "every annotated frame was encoded");
+    let dt = again[1]["pts_ms"].as_f64().unwrap() - again[0]["pts_ms"].as_f64().unwrap();
+    assert!((dt - 1000.0 / 15.0).abs() < 1.0, "frame period {dt} ms");
+    let img = image::open(snaps.join("stream0_frame00000.png")).unwrap().to_rgb8();
+    assert_eq!((img.width(), img.height()), (640, 360));
+    let (x0, y0, x1, y1) = (b0[0].round() as u32, b0[1].round() as u32, b0[2].round() as u32, b0[3].round() as u32);
+    let mid = (y0 + y1) / 2;
+    let green = |x: u32, y: u32| {
+        let p = img.get_pixel(x, y);
+        p[1] > 180 && p[0] < 100 && p[2] < 100
+    };
+    assert!(green(x0, mid) && green(x1, mid) && green((x0 + x1) / 2, y0), "box edges are green");
+    assert!(!green((x0 + x1) / 2, mid), "the box's inside is the picture");
+
+    // Several streams: one file each.
+    let multi = tmp("multi.mkv");
+    let o = facedetect()
+        .args(["test://160x120@30?frames=10&live=0", "test://160x120@30?frames=7&live=0", "--output"])
+        .arg(&multi)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("10 annotated frames") && err.contains("7 annotated frames"), "{err}");
+    for k in 0..2 {
+        let p = multi.with_file_name(format!("multi_stream{k}.mkv"));
+        assert!(std::fs::metadata(&p).map(|m| m.len() > 0).unwrap_or(false), "{}", p.display());
+    }
+}

@@ -389,3 +389,30 @@ fn camera_when_present() {
     eprintln!("camera: {n} frames, errors {:?}", st.errors);
     assert!(n > 0 || !st.errors.is_empty(), "a camera that neither delivers nor reports");
 }
+
+#[test]
+fn video_writer_refuses_bad_frames_and_finishes_a_file() {
+    use edgert_media::VideoWriter;
+    let bad = VideoWriter::create(&tmp("x.avi"), 64, 48, 30).err().expect("an .avi is refused");
+    assert!(bad.to_string().contains(".mp4 or .mkv"), "{bad}");
+    assert!(VideoWriter::create(&tmp("odd.mp4"), 63, 48, 30).is_err(), "odd sizes are refused");
+    let path = tmp("writer.mp4");
+    let mut w = VideoWriter::create(&path, 64, 48, 30).unwrap();
+    let frame = vec![128u8; 64 * 48 * 3];
+    for i in 0..5u64 {
+        w.write(&frame, 64, 48, Duration::from_millis(i * 33)).unwrap();
+    }
+    let e = w.write(&frame, 32, 48, Duration::from_millis(500)).unwrap_err();
+    assert!(e.to_string().contains("does not fit"), "{e}");
+    let e = w.write(&frame, 64, 48, Duration::from_millis(10)).unwrap_err();
+    assert!(e.to_string().contains("not after"), "{e}");
+    assert_eq!(w.finish().unwrap(), 5);
+    // The file decodes back to the 5 frames.
+    let (frames, _) = run_sources(
+        &[format!("file://{}", path.display())],
+        SourceConfig::new(32, 32),
+        MuxConfig::new(1, 30.0),
+        Duration::from_secs(20),
+    );
+    assert_eq!(frames[0].len(), 5);
+}

@@ -30,6 +30,11 @@ fn rect(img: &mut RgbImage, x0: f32, y0: f32, x1: f32, y1: f32, t: i64, c: Rgb<u
 
 /// Draws the detections on a copy of `frame` and writes `path` (PNG).
 pub fn save_snapshot(frame: &FullFrame, dets: &[Detection], path: &Path) -> Result<()> {
+    annotate(frame, dets)?.save(path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// A copy of `frame` with the detections' boxes (green) and keypoints (red) drawn on it.
+pub fn annotate(frame: &FullFrame, dets: &[Detection]) -> Result<RgbImage> {
     let mut img = RgbImage::from_raw(frame.width, frame.height, frame.data.clone())
         .ok_or_else(|| anyhow!("frame {}x{} has {} bytes", frame.width, frame.height, frame.data.len()))?;
     let t = (frame.width.max(frame.height) / 320).max(2) as i64;
@@ -39,7 +44,7 @@ pub fn save_snapshot(frame: &FullFrame, dets: &[Detection], path: &Path) -> Resu
             rect(&mut img, k.x - t as f32, k.y - t as f32, k.x + t as f32, k.y + t as f32, t, Rgb([255, 0, 0]));
         }
     }
-    img.save(path).with_context(|| format!("writing {}", path.display()))
+    Ok(img)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod bench;
 mod detector;
 mod draw;
 mod stats;
+mod video;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -43,7 +44,9 @@ pub struct Args {
     /// Which BlazeFace when --model is not given.
     #[arg(long, value_enum, default_value = "short")]
     range: Range,
-    /// Where the JSON lines go: file://PATH or PATH (default stdout; `none` for nowhere).
+    /// Where the JSON lines go: file://PATH or PATH (default stdout; `none` for nowhere);
+    /// file://PATH.mp4 or .mkv writes annotated video instead (one file per stream,
+    /// `PATH_streamN.mp4` when several) and the JSON lines go to stdout.
     #[arg(long)]
     output: Option<String>,
     /// Write annotated PNG frames into this folder.
@@ -140,12 +143,10 @@ fn open_output(spec: Option<&str>) -> Result<Option<Box<dyn Write + Send>>> {
         None | Some("-") | Some("stdout") => Some(Box::new(std::io::BufWriter::new(std::io::stdout()))),
         Some("none") => None,
         Some(s) => {
-            let path = s.strip_prefix("file://").unwrap_or(s);
-            if path.ends_with(".mp4") || path.ends_with(".mkv") {
-                bail!(
-                    "--output {s}: annotated video output is not implemented; use --snapshots DIR for annotated frames"
-                );
+            if video::is_video_output(s) {
+                return open_output(None);
             }
+            let path = s.strip_prefix("file://").unwrap_or(s);
             let f = std::fs::File::create(path).with_context(|| format!("creating {path}"))?;
             Some(Box::new(std::io::BufWriter::new(f)))
         }
@@ -217,7 +218,15 @@ pub fn run(args: &Args) -> Result<RunReport> {
     }
     let mux = Arc::new(Mux::new(mux_cfg));
     let mut src_cfg = SourceConfig::new(spec.input_size.0 as u32, spec.input_size.1 as u32);
-    src_cfg.keep_full = args.snapshots.is_some();
+    let video_spec = args.output.as_deref().filter(|s| video::is_video_output(s));
+    src_cfg.keep_full = args.snapshots.is_some() || video_spec.is_some();
+    let video_out = match video_spec {
+        Some(spec) => {
+            let window = args.workers.max(1) * batch * 2;
+            Some(Arc::new(Mutex::new(video::VideoOutput::new(spec, sources.len(), window, args.max_fps)?)))
+        }
+        None => None,
+    };
     src_cfg.decoder_threads = args.decoder_threads;
     src_cfg.max_retries = args.retries;
     src_cfg.backoff = Duration::from_millis(args.backoff_ms);
@@ -252,6 +261,7 @@ pub fn run(args: &Args) -> Result<RunReport> {
             );
         }
         let (mux, out, gathered, recent) = (mux.clone(), out.clone(), gathered.clone(), recent.clone());
+        let video_out = video_out.clone();
         let (snap_dir, every, max_snap, taken) =
             (args.snapshots.clone(), args.snapshot_every.max(1), args.max_snapshots, snapshots_taken.clone());
         workers.push(std::thread::spawn(move || -> Result<()> {
@@ -274,6 +284,11 @@ pub fn run(args: &Args) -> Result<RunReport> {
                     mux.mark_inferred(f.stream, 1);
                     lines.push_str(&json_line(f, dets));
                     lines.push('\n');
+                    if let Some(v) = &video_out
+                        && let Err(e) = v.lock().unwrap().push(f, dets)
+                    {
+                        eprintln!("stream {}: {e:#}", f.stream);
+                    }
                     if let (Some(dir), Some(full)) = (&snap_dir, &f.full)
                         && f.index % every == 0
                     {
@@ -356,6 +371,18 @@ pub fn run(args: &Args) -> Result<RunReport> {
     }
     if let Some(o) = out.lock().unwrap().as_mut() {
         o.flush()?;
+    }
+    if let Some(v) = video_out {
+        let v = Arc::try_unwrap(v).map_err(|_| anyhow!("video output still shared"))?.into_inner().unwrap();
+        for (path, frames, left_out, err) in v.finish() {
+            match err {
+                Some(e) => {
+                    any_error = true;
+                    eprintln!("video {}: ERROR {e} ({frames} frames written)", path.display());
+                }
+                None => eprintln!("video {}: {frames} annotated frames ({left_out} left out)", path.display()),
+            }
+        }
     }
     let secs = t0.elapsed().as_secs_f64();
     let stats = mux.stats();

@@ -3,7 +3,7 @@
 //! frames scaled and letterboxed to the model input in GStreamer; a stream mux that batches
 //! frames of many streams with a timeout, bounded queues and a drop policy; and the
 //! pre/post-processing of detection models (input layout, SSD anchors, box decoding,
-//! weighted NMS).
+//! weighted NMS); annotated frames written back to `.mp4`/`.mkv` ([`VideoWriter`]).
 //!
 //! ```no_run
 //! use std::sync::{Arc, atomic::AtomicBool};
@@ -29,6 +29,7 @@ pub mod postprocess;
 pub mod source;
 pub mod testclip;
 pub mod uri;
+pub mod writer;
 
 pub use error::{Error, Result};
 pub use frame::{Frame, FullFrame};
@@ -36,3 +37,4 @@ pub use letterbox::{ChannelOrder, InputFormat, Layout, Letterbox, rgb_to_input};
 pub use mux::{DropPolicy, Mux, MuxConfig, StreamEvent, StreamStats};
 pub use postprocess::{Detection, Keypoint};
 pub use source::{SourceConfig, Stream, init, pipeline_description, spawn};
+pub use writer::VideoWriter;
