@@ -41,7 +41,6 @@ struct StreamVideo {
     writer: Option<VideoWriter>,
     pending: BTreeMap<u64, Pending>,
     first_pts: Option<Duration>,
-    last_pts: Option<Duration>,
     written_up_to: Option<u64>,
     late: u64,
     failed: Option<String>,
@@ -72,7 +71,6 @@ impl VideoOutput {
                 writer: None,
                 pending: BTreeMap::new(),
                 first_pts: None,
-                last_pts: None,
                 written_up_to: None,
                 late: 0,
                 failed: None,
@@ -108,11 +106,8 @@ impl VideoOutput {
         let fps = self.fps;
         let mut report = Vec::new();
         for s in &mut self.streams {
-            while !s.pending.is_empty() && s.failed.is_none() {
-                if let Err(e) = s.write_oldest(fps) {
-                    s.failed = Some(format!("{e:#}"));
-                }
-            }
+            // `write_oldest` records why it failed in `s.failed`.
+            while !s.pending.is_empty() && s.write_oldest(fps).is_ok() {}
             let mut frames = 0;
             if let Some(w) = s.writer.take() {
                 match w.finish() {
@@ -148,16 +143,13 @@ impl StreamVideo {
         let pts = p.pts.saturating_sub(first);
         // Time stamps start at 0 in the file; a frame whose time does not advance (a live
         // source's clock restarting after a reconnect) is dropped rather than breaking the file.
-        if self.last_pts.is_some_and(|last| pts <= last) {
+        let writer = self.writer.as_mut().expect("opened above");
+        if writer.last_pts().is_some_and(|last| pts <= last) {
             self.late += 1;
             return Ok(());
         }
-        let writer = self.writer.as_mut().expect("opened above");
         match writer.write(&p.rgb, p.width, p.height, pts) {
-            Ok(()) => {
-                self.last_pts = Some(pts);
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(e) => {
                 self.failed = Some(e.to_string());
                 Err(e.into())

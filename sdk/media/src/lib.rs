@@ -20,6 +20,7 @@
 //! # Ok::<(), edgert_media::Error>(())
 //! ```
 
+mod bus;
 pub mod decoder;
 pub mod error;
 pub mod frame;

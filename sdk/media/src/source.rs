@@ -21,6 +21,7 @@ use gstreamer_app as gst_app;
 use gstreamer_video as gst_video;
 use gstreamer_video::prelude::*;
 
+use crate::bus::bus_error;
 use crate::decoder::select_decoder;
 use crate::error::{Error, Result};
 use crate::frame::{Frame, FullFrame};
@@ -321,17 +322,6 @@ fn link_decoder(
         skipped: choice.skipped,
     });
     Ok(())
-}
-
-fn bus_error(bus: &gst::Bus) -> Option<String> {
-    while let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
-        if let gst::MessageView::Error(e) = msg.view() {
-            let from = e.src().map(|s| s.path_string().to_string()).unwrap_or_default();
-            let debug = e.debug().map(|d| format!(" ({d})")).unwrap_or_default();
-            return Some(format!("{from}: {}{debug}", e.error()));
-        }
-    }
-    None
 }
 
 #[allow(clippy::too_many_arguments)]

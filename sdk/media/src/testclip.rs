@@ -65,17 +65,7 @@ pub fn encode_clip(spec: &ClipSpec, path: &Path) -> Result<()> {
     let p = gst::parse::launch(&desc).map_err(|e| err(format!("{e} ({desc})")))?;
     p.set_state(gst::State::Playing).map_err(|e| err(e.to_string()))?;
     let bus = p.bus().ok_or_else(|| err("no bus".into()))?;
-    let mut result = Ok(());
-    for msg in bus.iter_timed(gst::ClockTime::NONE) {
-        match msg.view() {
-            gst::MessageView::Eos(_) => break,
-            gst::MessageView::Error(e) => {
-                result = Err(err(format!("{} ({:?})", e.error(), e.debug())));
-                break;
-            }
-            _ => {}
-        }
-    }
+    let result = crate::bus::wait_for_eos(&bus, gst::ClockTime::NONE).map_err(err);
     let _ = p.set_state(gst::State::Null);
     result
 }

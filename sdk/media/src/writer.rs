@@ -13,6 +13,7 @@ use gst::prelude::*;
 use gstreamer as gst;
 use gstreamer_app as gst_app;
 
+use crate::bus::{bus_error, wait_for_eos};
 use crate::decoder::unavailable_reason;
 use crate::error::{Error, Result};
 
@@ -105,6 +106,11 @@ impl VideoWriter {
         &self.encoder
     }
 
+    /// The time stamp of the last frame written; the next must be later.
+    pub fn last_pts(&self) -> Option<Duration> {
+        self.last_pts
+    }
+
     /// Frames written so far.
     pub fn frames(&self) -> u64 {
         self.frames
@@ -116,13 +122,10 @@ impl VideoWriter {
 
     /// Fails with the pipeline's error message if one is waiting on the bus.
     fn check_bus(&self) -> Result<()> {
-        if let Some(bus) = self.pipeline.bus()
-            && let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error])
-            && let gst::MessageView::Error(e) = msg.view()
-        {
-            return Err(self.err(format!("{} ({:?})", e.error(), e.debug())));
+        match self.pipeline.bus().as_ref().and_then(bus_error) {
+            Some(m) => Err(self.err(m)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Appends one packed RGB frame (`width*height*3` bytes) shown at `pts`. Time stamps
@@ -144,7 +147,7 @@ impl VideoWriter {
         }
         self.check_bus()?;
         let mut buf = gst::Buffer::from_slice(rgb.to_vec());
-        buf.get_mut().expect("a new buffer is writable").set_pts(gst::ClockTime::from_nseconds(pts.as_nanos() as u64));
+        buf.make_mut().set_pts(gst::ClockTime::from_nseconds(pts.as_nanos() as u64));
         self.src.push_buffer(buf).map_err(|e| self.err(format!("encoder refused a frame: {e:?}")))?;
         self.last_pts = Some(pts);
         self.frames += 1;
@@ -155,20 +158,8 @@ impl VideoWriter {
     pub fn finish(self) -> Result<u64> {
         let _ = self.src.end_of_stream();
         let bus = self.pipeline.bus().ok_or_else(|| self.err("no bus".into()))?;
-        let mut result = Err(self.err("the encoder did not finish within 60 s".into()));
-        for msg in bus.iter_timed(gst::ClockTime::from_seconds(60)) {
-            match msg.view() {
-                gst::MessageView::Eos(_) => {
-                    result = Ok(self.frames);
-                    break;
-                }
-                gst::MessageView::Error(e) => {
-                    result = Err(self.err(format!("{} ({:?})", e.error(), e.debug())));
-                    break;
-                }
-                _ => {}
-            }
-        }
+        let result =
+            wait_for_eos(&bus, Some(gst::ClockTime::from_seconds(60))).map(|()| self.frames).map_err(|m| self.err(m));
         let _ = self.pipeline.set_state(gst::State::Null);
         result
     }
