@@ -398,17 +398,23 @@ fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &m
     let s_ptr = SyncPtr(scratch.as_mut_ptr());
     let s_len = scratch.len();
     let isa = exec.isa;
+    let unpadded = takes_unpadded_depthwise(isa, p);
     let task = |pl: usize| {
         // SAFETY: each task touches only its own output plane and its own padded plane.
         let y = unsafe { std::slice::from_raw_parts_mut(y_ptr.get(), y_len) };
-        let scratch = unsafe { std::slice::from_raw_parts_mut(s_ptr.get(), s_len) };
         let ch = pl % p.c;
-        let padded = &mut scratch[pl * lay.plane()..(pl + 1) * lay.plane()];
-        fill_padded_plane(isa, p, &lay, &x[pl * in_sz..(pl + 1) * in_sz], padded);
         let out = &mut y[pl * out_sz..(pl + 1) * out_sz];
         let wk = &w[ch * k_sz..(ch + 1) * k_sz];
         let bias = ep.bias.map_or(0.0, |b| b[ch]);
-        depthwise_plane_dispatch(isa, p, &lay, padded, wk, bias, out);
+        let plane = &x[pl * in_sz..(pl + 1) * in_sz];
+        if unpadded {
+            unpadded_depthwise_plane_dispatch(isa, p, plane, wk, bias, out);
+        } else {
+            let scratch = unsafe { std::slice::from_raw_parts_mut(s_ptr.get(), s_len) };
+            let padded = &mut scratch[pl * lay.plane()..(pl + 1) * lay.plane()];
+            fill_padded_plane(isa, p, &lay, plane, padded);
+            depthwise_plane_dispatch(isa, p, &lay, padded, wk, bias, out);
+        }
         // The rest of the epilogue sees this plane as row `ch` of an m x positions matrix.
         let ni = pl / p.c;
         let res_img = ep.residual_rows * out_sz;
@@ -642,6 +648,224 @@ unsafe fn depthwise_plane_avx2<const KH: usize, const KW: usize>(
                 }
                 ox += DW_LANES;
             }
+        }
+    }
+}
+
+/// Whether a depthwise convolution reads its input planes in place
+/// ([`depthwise_plane_unpadded_avx2`], [`depthwise_plane_unpadded_avx512`]) rather than
+/// through a padded copy: no dilation, stride 1 on AVX2, any row stride and a column stride
+/// of 1 or 2 on AVX-512. Copying a small plane into its zero border cost more than the
+/// convolution itself (MediaPipe's 5x5 depthwise layers at 7x7 and 14x14: 3-4x slower than
+/// onnxruntime, most of it the copy).
+fn takes_unpadded_depthwise(isa: Isa, p: &Conv2d) -> bool {
+    let strides = match isa {
+        Isa::Avx512 => p.stride[1] <= 2,
+        Isa::Avx2 => p.stride == [1, 1],
+        _ => false,
+    };
+    strides && cfg!(target_arch = "x86_64") && p.dilation == [1, 1] && p.kw <= MAX_DW_TAPS
+}
+
+fn unpadded_depthwise_plane_dispatch(isa: Isa, p: &Conv2d, x: &[f32], w: &[f32], bias: f32, out: &mut [f32]) {
+    debug_assert_eq!(x.len(), p.h * p.w);
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `takes_unpadded_depthwise` checked the ISA (every AVX-512 CPU has AVX2 + FMA).
+    unsafe {
+        if isa == Isa::Avx512 {
+            return match (p.kh, p.kw, p.stride[1]) {
+                (3, 3, 1) => depthwise_plane_unpadded_avx512::<3, 3, 1>(p, x, w, bias, out),
+                (5, 5, 1) => depthwise_plane_unpadded_avx512::<5, 5, 1>(p, x, w, bias, out),
+                (_, _, 1) => depthwise_plane_unpadded_avx512::<0, 0, 1>(p, x, w, bias, out),
+                (3, 3, _) => depthwise_plane_unpadded_avx512::<3, 3, 2>(p, x, w, bias, out),
+                (5, 5, _) => depthwise_plane_unpadded_avx512::<5, 5, 2>(p, x, w, bias, out),
+                _ => depthwise_plane_unpadded_avx512::<0, 0, 2>(p, x, w, bias, out),
+            };
+        }
+        match (p.kh, p.kw) {
+            (3, 3) => depthwise_plane_unpadded_avx2::<3, 3>(p, x, w, bias, out),
+            (5, 5) => depthwise_plane_unpadded_avx2::<5, 5>(p, x, w, bias, out),
+            _ => depthwise_plane_unpadded_avx2::<0, 0>(p, x, w, bias, out),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("takes_unpadded_depthwise is false off x86-64 ({isa}, {p:?}, {}, {bias}, {})", w.len(), out.len());
+}
+
+/// Output rows [`depthwise_plane_unpadded_avx512`] computes at once: four independent sums,
+/// so the FMAs of consecutive taps need not wait on each other (one sum per block made the
+/// loop wait on the FMA latency, 4 cycles a tap).
+const DW_ROWS: usize = 4;
+
+/// [`depthwise_plane_unpadded_avx2`] on AVX-512, for any row stride and column stride `SX`
+/// of 1 or 2: blocks of 16 output columns in one zmm, [`DW_ROWS`] output rows at a time,
+/// every load masked (`__mmask16`) to the input columns that exist and to the rows inside
+/// the plane (a row above or below loads zeros). With `SX = 2` a tap loads the 32 input
+/// columns its 16 outputs span and keeps the even ones (one `vpermt2ps`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn depthwise_plane_unpadded_avx512<const KH: usize, const KW: usize, const SX: usize>(
+    p: &Conv2d,
+    x: &[f32],
+    w: &[f32],
+    bias: f32,
+    out: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    let kh = if KH > 0 { KH } else { p.kh };
+    let kw = if KW > 0 { KW } else { p.kw };
+    debug_assert!(kw <= MAX_DW_TAPS && p.stride[1] == SX && (SX == 1 || SX == 2) && p.dilation == [1, 1]);
+    let (h, wd, ow, oh, sy) = (p.h as isize, p.w as isize, p.ow, p.oh, p.stride[0]);
+    let (pad_t, pad_l) = (p.pad[0] as isize, p.pad[1] as isize);
+    let xp = x.as_ptr();
+    // Lanes `i` of a block starting at input column `c` with 0 <= c + i < w.
+    let inside = |c: isize| -> __mmask16 {
+        let lo = (-c).clamp(0, 16) as u32;
+        let hi = (wd - c).clamp(0, 16) as u32;
+        if hi <= lo { 0 } else { (((1u32 << hi) - 1) & !((1u32 << lo) - 1)) as __mmask16 }
+    };
+    // SAFETY (whole body): a masked-off lane is neither read nor written, and addresses are
+    // formed with wrapping arithmetic, so a block's address may lie outside the plane where
+    // its lanes that are on do not.
+    unsafe {
+        let b = _mm512_set1_ps(bias);
+        let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let mut ox = 0;
+        while ox < ow {
+            let c0 = (ox * SX) as isize - pad_l;
+            // Per tap, the masks of its first 16 input columns and (SX = 2) of the next 16.
+            let mut masks = [[0 as __mmask16; 2]; MAX_DW_TAPS];
+            for (kx, m) in masks.iter_mut().enumerate().take(kw) {
+                *m = [inside(c0 + kx as isize), inside(c0 + kx as isize + 16)];
+            }
+            let valid = (ow - ox).min(16);
+            let store: __mmask16 = ((1u32 << valid) - 1) as __mmask16;
+            let mut oy = 0;
+            while oy < oh {
+                let mut acc = [b; DW_ROWS];
+                for ky in 0..kh {
+                    // Input row of output row oy + r, and whether it lies inside the plane.
+                    let mut rows = [xp; DW_ROWS];
+                    let mut on = [0 as __mmask16; DW_ROWS];
+                    for r in 0..DW_ROWS {
+                        let iy = ((oy + r) * sy) as isize + ky as isize - pad_t;
+                        rows[r] = xp.wrapping_offset(iy * wd + c0);
+                        on[r] = if iy >= 0 && iy < h && oy + r < oh { 0xffff } else { 0 };
+                    }
+                    let wr = w.as_ptr().add(ky * kw);
+                    for (kx, &[m0, m1]) in masks.iter().enumerate().take(kw) {
+                        let wv = _mm512_set1_ps(*wr.add(kx));
+                        for r in 0..DW_ROWS {
+                            let src = rows[r].wrapping_add(kx);
+                            let mut v = _mm512_maskz_loadu_ps(m0 & on[r], src);
+                            if SX == 2 {
+                                let next = _mm512_maskz_loadu_ps(m1 & on[r], src.wrapping_add(16));
+                                v = _mm512_permutex2var_ps(v, evens, next);
+                            }
+                            acc[r] = _mm512_fmadd_ps(wv, v, acc[r]);
+                        }
+                    }
+                }
+                for (r, a) in acc.iter().enumerate().take(oh - oy) {
+                    _mm512_mask_storeu_ps(out.as_mut_ptr().wrapping_add((oy + r) * ow + ox), store, *a);
+                }
+                oy += DW_ROWS;
+            }
+            ox += 16;
+        }
+    }
+}
+
+/// A stride-1 depthwise plane read straight from the `h x w` input plane `x`: output
+/// columns in blocks of 16 (two AVX2 vectors; a last block of at most 8 in one), each tap's
+/// loads masked to the input columns that exist, so the padding reads as zero without being
+/// stored anywhere; kernel rows above or below the plane are skipped. `KH`/`KW` as for
+/// [`depthwise_plane_avx2`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn depthwise_plane_unpadded_avx2<const KH: usize, const KW: usize>(
+    p: &Conv2d,
+    x: &[f32],
+    w: &[f32],
+    bias: f32,
+    out: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    let kh = if KH > 0 { KH } else { p.kh };
+    let kw = if KW > 0 { KW } else { p.kw };
+    debug_assert!(kw <= MAX_DW_TAPS && p.stride == [1, 1] && p.dilation == [1, 1]);
+    let (h, wd, ow) = (p.h as isize, p.w as isize, p.ow);
+    let (pad_t, pad_l) = (p.pad[0] as isize, p.pad[1] as isize);
+    let xp = x.as_ptr();
+    // SAFETY (whole body): a masked-off lane is neither read nor written (AVX maskload and
+    // maskstore), and the pointers are formed with wrapping arithmetic, so a block's
+    // address may lie outside the plane where its lanes that are on do not; unmasked loads
+    // are used only where every lane lies inside the plane's row.
+    unsafe {
+        let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        // Lanes `i` of a vector starting at input column `c` with 0 <= c + i < w.
+        let inside = |c: isize| {
+            let col = _mm256_add_epi32(lane, _mm256_set1_epi32(c as i32));
+            let ge0 = _mm256_cmpgt_epi32(col, _mm256_set1_epi32(-1));
+            _mm256_and_si256(ge0, _mm256_cmpgt_epi32(_mm256_set1_epi32(wd as i32), col))
+        };
+        let b = _mm256_set1_ps(bias);
+        let mut ox = 0;
+        while ox < ow {
+            let two = ow - ox > 8;
+            let lanes = if two { 16 } else { 8 };
+            // Column of tap 0's first lane; the block is inside every row for all taps when
+            // both its ends are.
+            let c0 = ox as isize - pad_l;
+            let whole = c0 >= 0 && c0 + (kw - 1) as isize + lanes as isize <= wd;
+            let mut masks = [[_mm256_setzero_si256(); 2]; MAX_DW_TAPS];
+            for (kx, m) in masks.iter_mut().enumerate().take(kw) {
+                *m = [inside(c0 + kx as isize), inside(c0 + kx as isize + 8)];
+            }
+            let valid = (ow - ox).min(lanes);
+            let store = [
+                _mm256_cmpgt_epi32(_mm256_set1_epi32(valid as i32), lane),
+                _mm256_cmpgt_epi32(_mm256_set1_epi32(valid as i32 - 8), lane),
+            ];
+            for oy in 0..p.oh {
+                let (mut a0, mut a1) = (b, b);
+                for ky in 0..kh {
+                    let iy = oy as isize + ky as isize - pad_t;
+                    if iy < 0 || iy >= h {
+                        continue;
+                    }
+                    let row = xp.wrapping_offset(iy * wd + c0);
+                    let wr = w.as_ptr().add(ky * kw);
+                    for (kx, m) in masks.iter().enumerate().take(kw) {
+                        let wv = _mm256_set1_ps(*wr.add(kx));
+                        let src = row.wrapping_add(kx);
+                        if whole {
+                            a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(src), a0);
+                            if two {
+                                a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(src.wrapping_add(8)), a1);
+                            }
+                        } else {
+                            a0 = _mm256_fmadd_ps(wv, _mm256_maskload_ps(src, m[0]), a0);
+                            if two {
+                                a1 = _mm256_fmadd_ps(wv, _mm256_maskload_ps(src.wrapping_add(8), m[1]), a1);
+                            }
+                        }
+                    }
+                }
+                let dst = out.as_mut_ptr().add(oy * ow + ox);
+                if valid == lanes {
+                    _mm256_storeu_ps(dst, a0);
+                    if two {
+                        _mm256_storeu_ps(dst.add(8), a1);
+                    }
+                } else {
+                    _mm256_maskstore_ps(dst, store[0], a0);
+                    if two {
+                        _mm256_maskstore_ps(dst.wrapping_add(8), store[1], a1);
+                    }
+                }
+            }
+            ox += lanes;
         }
     }
 }

@@ -402,6 +402,21 @@ mod tests {
             // asymmetric pads and odd widths.
             (2, 2, 11, 21, 7, 1, 3, 3, 1, 2, [2, 1, 0, 2]),
             (2, 4, 9, 17, 9, 1, 5, 3, 1, 1, [2, 1, 2, 1]),
+            // Stride-1 depthwise read in place (masked loads, no padded copy): MediaPipe's
+            // 5x5 at 7x7 and 14x14, blocks of 16 + a last of 8 or fewer, planes narrower
+            // than the kernel, pads wider than the kernel's reach, an unpadded 3x3 whose
+            // middle blocks need no mask, a 2x4 kernel (the generic loop), batch 2.
+            (1, 6, 7, 7, 6, 6, 5, 5, 1, 1, [2, 2, 2, 2]),
+            (2, 5, 14, 14, 5, 5, 5, 5, 1, 1, [2, 2, 2, 2]),
+            (1, 3, 9, 29, 3, 3, 3, 3, 1, 1, [1, 1, 1, 1]),
+            (1, 4, 3, 2, 4, 4, 5, 5, 1, 1, [3, 4, 2, 1]),
+            (1, 3, 6, 45, 3, 3, 3, 3, 1, 1, [0, 0, 0, 0]),
+            (2, 7, 5, 23, 7, 7, 2, 4, 1, 1, [1, 0, 0, 3]),
+            // Stride 2 read in place on AVX-512 (even columns of two loads): 5x5 at 14 -> 7,
+            // 70 columns -> blocks of 16, 16 and 3, a 3x3 with only right/bottom padding.
+            (1, 4, 14, 14, 4, 4, 5, 5, 2, 1, [2, 2, 2, 2]),
+            (2, 3, 9, 70, 3, 3, 3, 3, 2, 1, [1, 1, 1, 1]),
+            (1, 5, 12, 11, 5, 5, 3, 3, 2, 1, [0, 0, 1, 1]),
             // 1-D (h = 0 marks it: X is [n, c, w], pads are [left, right] from [_, l, _, r]),
             // as in Silero VAD: an STFT as a strided conv, a k=3 encoder, depthwise, pointwise.
             (1, 1, 0, 640, 258, 1, 1, 256, 128, 1, [0, 0, 0, 0]),
