@@ -8,6 +8,7 @@
 
 use super::Exec;
 use super::conv_row_dot;
+use super::depthwise_lanes;
 use super::epilogue::Epilogue;
 use super::gemm::{self, AMatrix, BMatrix, SyncPtr, packed_b_len};
 use super::isa::Isa;
@@ -82,7 +83,7 @@ impl Conv2d {
     /// into a zero border. Enough for whichever path the ISA picks.
     pub fn scratch_floats(&self) -> usize {
         if self.is_depthwise() {
-            self.n * self.c * DwLayout::of(self).plane()
+            (self.n * self.c * DwLayout::of(self).plane()).max(depthwise_lanes::scratch_floats(self))
         } else if self.is_pointwise() {
             0
         } else {
@@ -123,7 +124,11 @@ pub fn conv2d(
         let AMatrix::F32(w) = w else {
             crate::invalid!("a depthwise convolution takes float32 weights only (its direct kernel has no f16 path)");
         };
-        depthwise(exec, p, x, w, ep, y, scratch);
+        if depthwise_lanes::takes(p, exec.isa) {
+            depthwise_lanes::depthwise_lanes(exec, p, x, w, ep, y, scratch);
+        } else {
+            depthwise(exec, p, x, w, ep, y, scratch);
+        }
         return Ok(());
     }
     if let AMatrix::F32(wf) = w

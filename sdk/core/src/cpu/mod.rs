@@ -7,6 +7,7 @@
 pub mod conv;
 pub mod conv_i8;
 pub mod conv_row_dot;
+pub mod depthwise_lanes;
 pub mod dot;
 pub mod epilogue;
 pub mod gemm;

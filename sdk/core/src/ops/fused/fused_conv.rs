@@ -417,6 +417,18 @@ mod tests {
             (1, 4, 14, 14, 4, 4, 5, 5, 2, 1, [2, 2, 2, 2]),
             (2, 3, 9, 70, 3, 3, 3, 3, 2, 1, [1, 1, 1, 1]),
             (1, 5, 12, 11, 5, 5, 3, 3, 2, 1, [0, 0, 1, 1]),
+            // Depthwise with channels in the lanes (cpu::depthwise_lanes, AVX-512, rows
+            // narrower than 32): one whole group of 16, 3 groups with a last of 8 at batch
+            // 2, stride 2 with asymmetric pads, dilation 2 with 31 columns and a group of
+            // one channel, pads wider than the kernel's reach, stride 3 with a 3x7 kernel,
+            // and 1-D.
+            (1, 16, 7, 7, 16, 16, 5, 5, 1, 1, [2, 2, 2, 2]),
+            (2, 40, 14, 14, 40, 40, 3, 3, 1, 1, [1, 1, 1, 1]),
+            (1, 20, 28, 28, 20, 20, 5, 5, 2, 1, [1, 1, 2, 2]),
+            (1, 17, 9, 31, 17, 17, 3, 3, 1, 2, [2, 2, 2, 2]),
+            (1, 16, 3, 2, 16, 16, 5, 5, 1, 1, [3, 4, 2, 1]),
+            (1, 18, 10, 23, 18, 18, 3, 7, 3, 1, [0, 3, 1, 0]),
+            (1, 32, 0, 50, 32, 32, 1, 5, 2, 3, [0, 4, 0, 1]),
             // 1-D (h = 0 marks it: X is [n, c, w], pads are [left, right] from [_, l, _, r]),
             // as in Silero VAD: an STFT as a strided conv, a k=3 encoder, depthwise, pointwise.
             (1, 1, 0, 640, 258, 1, 1, 256, 128, 1, [0, 0, 0, 0]),
@@ -489,6 +501,10 @@ mod tests {
                     let mut y = Tensor::zeros(DType::F32, &shape);
                     // Plain conv (bias only) first, then the full epilogue.
                     for (op_used, inputs, expect) in [(&plain_op, &ins[..3], &plain), (&op, &ins[..], &want)] {
+                        // The arena's scratch holds whatever the node before left there:
+                        // NaN everywhere makes a kernel that reads a float it did not write
+                        // fail here.
+                        scratch.fill(0xff);
                         op_used.run_exec(inputs, &mut [y.view_mut()], scratch, &exec).unwrap();
                         let got = y.as_f32().unwrap();
                         for (i, (&g, &e)) in got.iter().zip(expect.iter()).enumerate() {
