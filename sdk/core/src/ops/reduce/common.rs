@@ -60,6 +60,27 @@ pub fn reduce_mask(axes: impl Iterator<Item = i64>, rank: usize, noop_with_empty
     Ok(mask)
 }
 
+/// Whether `mask` reduces exactly the last axes of a rank-`rank` shape (at least one), so
+/// each reduced set is one contiguous run.
+pub fn reduces_trailing_axes(mask: &Mask, rank: usize) -> bool {
+    let first = mask[..rank].iter().position(|&m| m);
+    first.is_some_and(|f| mask[f..rank].iter().all(|&m| m))
+}
+
+/// The sum of f32 values in f64 with eight independent accumulators (the compiler keeps
+/// them in vector registers; one serial f64 chain waited on the add latency per element).
+pub fn sum_f64(xs: &[f32]) -> f64 {
+    let mut acc = [0f64; 8];
+    let chunks = xs.chunks_exact(8);
+    let tail: f64 = chunks.remainder().iter().map(|&x| x as f64).sum();
+    for c in chunks {
+        for l in 0..8 {
+            acc[l] += c[l] as f64;
+        }
+    }
+    acc.iter().sum::<f64>() + tail
+}
+
 /// The output shape of a reduction.
 pub fn reduced_shape(shape: &[usize], mask: &Mask, keepdims: bool) -> Vec<usize> {
     let mut out = Vec::with_capacity(shape.len());
@@ -234,6 +255,10 @@ pub trait Reducer: std::fmt::Debug + Send + Sync + 'static {
     }
     /// The reduction of float values (f32/f16 widened to f64) over a set of `n` values.
     fn float(xs: impl Iterator<Item = f64> + Clone, n: usize) -> f64;
+    /// For reductions that are a function of the plain sum (Sum, Mean): that function of the
+    /// sum and the count. An f32 input whose reduced axes are its last ones then sums each
+    /// contiguous set with [`sum_f64`] instead of walking index sets.
+    const FROM_SUM: Option<fn(f64, usize) -> f64> = None;
     /// The reduction of integer values; `lo`/`hi` are the element type's bounds. By default
     /// computed as floats and truncated (what the ONNX reference's `astype` does).
     fn int(xs: impl Iterator<Item = i64> + Clone, n: usize, _lo: i64, _hi: i64) -> i64 {
@@ -294,6 +319,18 @@ impl<R: Reducer> Reduce<R> {
             (AxesFrom::Attr(a), _) => reduce_mask(a.iter().copied(), rank, false),
             (AxesFrom::Input, Some(a)) => reduce_mask(a.iter().copied(), rank, self.noop_with_empty_axes),
             (AxesFrom::Input, None) => reduce_mask(std::iter::empty(), rank, self.noop_with_empty_axes),
+        }
+    }
+
+    /// [`Reducer::FROM_SUM`] over contiguous sets of `g.count` (the reduced axes are the
+    /// last ones).
+    fn run_f32_trailing(from_sum: fn(f64, usize) -> f64, xs: &[f32], ys: &mut [f32], g: &Geometry) {
+        if g.count == 0 {
+            ys.iter_mut().for_each(|y| *y = from_sum(0.0, 0) as f32);
+            return;
+        }
+        for (y, set) in ys.iter_mut().zip(xs.chunks_exact(g.count)) {
+            *y = from_sum(sum_f64(set), g.count) as f32;
         }
     }
 
@@ -370,6 +407,10 @@ impl<R: Reducer> Op for Reduce<R> {
             invalid!("output has {} elements, expected {}", y.data.len(), g.out_len);
         }
         match x.data {
+            DataRef::F32(xs) if R::FROM_SUM.is_some() && reduces_trailing_axes(&mask, x.shape.len()) => {
+                let from_sum = R::FROM_SUM.expect("checked by the guard");
+                Self::run_f32_trailing(from_sum, xs, y.typed_mut()?, &g)
+            }
             DataRef::F32(xs) => Self::run_float::<f32>(xs, y.typed_mut()?, &g),
             DataRef::F16(xs) => Self::run_float::<f16>(xs, y.typed_mut()?, &g),
             DataRef::I8(xs) => Self::run_int::<i8>(xs, y.typed_mut()?, &g),
@@ -537,6 +578,25 @@ mod tests {
     }
 
     #[test]
+    fn trailing_axes_and_sums() {
+        let m = |bits: &[bool]| {
+            let mut mask = [false; MAX_RANK];
+            mask[..bits.len()].copy_from_slice(bits);
+            mask
+        };
+        assert!(reduces_trailing_axes(&m(&[false, false, true, true]), 4));
+        assert!(reduces_trailing_axes(&m(&[true, true]), 2));
+        assert!(!reduces_trailing_axes(&m(&[true, false]), 2));
+        assert!(!reduces_trailing_axes(&m(&[false, true, false]), 3));
+        assert!(!reduces_trailing_axes(&m(&[false, false]), 2));
+        let xs: Vec<f32> = (0..29).map(|i| i as f32 * 0.5 - 3.0).collect();
+        for n in [0, 1, 7, 8, 9, 29] {
+            let want: f64 = xs[..n].iter().map(|&x| x as f64).sum();
+            assert_eq!(sum_f64(&xs[..n]), want, "{n} values");
+        }
+    }
+
+    #[test]
     fn masks_and_errors() {
         assert_eq!(&reduce_mask([-1i64].into_iter(), 3, false).unwrap()[..3], &[false, false, true]);
         assert_eq!(&reduce_mask(std::iter::empty(), 3, false).unwrap()[..3], &[true; 3]);
@@ -554,8 +614,12 @@ pub fn random_check(op_type: &str, lo: f64, hi: f64, f: impl Fn(&[f64]) -> f64) 
     use crate::ops::{Attr, eval};
     use testutil::*;
     let mut rng = Rng(op_type.len() as u64 * 7919 + 17);
-    let cases: [(&[usize], &[i64]); 6] = [
+    let cases: [(&[usize], &[i64]); 8] = [
         (&[7], &[0]),
+        // Trailing axes: contiguous sets (the sum-based reductions' fast path), one of
+        // 4 x 5 (a global average pool over NCHW) and one of 21 (chunks of 8 and a tail).
+        (&[2, 3, 4, 5], &[2, 3]),
+        (&[3, 21], &[-1]),
         (&[2, 7, 13], &[1]),
         (&[2, 7, 13], &[0, 2]),
         (&[3, 1, 13], &[-1, 0]),

@@ -10,6 +10,7 @@ pub struct Mean;
 
 impl Reducer for Mean {
     const OP_TYPE: &'static str = "ReduceMean";
+    const FROM_SUM: Option<fn(f64, usize) -> f64> = Some(|s, n| s / n as f64);
     fn float(xs: impl Iterator<Item = f64> + Clone, n: usize) -> f64 {
         let _ = n;
         xs.sum::<f64>() / n as f64

@@ -10,6 +10,7 @@ impl Reducer for Sum {
     const OP_TYPE: &'static str = "ReduceSum";
     // ReduceSum took `axes` as an input six opsets before the other reductions.
     const AXES_INPUT_SINCE: i64 = 13;
+    const FROM_SUM: Option<fn(f64, usize) -> f64> = Some(|s, _| s);
     fn float(xs: impl Iterator<Item = f64> + Clone, _n: usize) -> f64 {
         xs.sum()
     }
