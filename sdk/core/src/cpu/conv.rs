@@ -745,9 +745,37 @@ unsafe fn depthwise_plane_unpadded_avx512<const KH: usize, const KW: usize, cons
             }
             let valid = (ow - ox).min(16);
             let store: __mmask16 = ((1u32 << valid) - 1) as __mmask16;
+            // Every tap's loads (16 * SX columns) lie inside the plane's rows: no masks.
+            let whole_cols = c0 >= 0 && c0 + (kw - 1) as isize + (16 * SX) as isize <= wd;
             let mut oy = 0;
             while oy < oh {
                 let mut acc = [b; DW_ROWS];
+                let top = (oy * sy) as isize - pad_t;
+                let bottom = ((oy + DW_ROWS - 1) * sy + kh - 1) as isize - pad_t;
+                if whole_cols && top >= 0 && bottom < h && oy + DW_ROWS <= oh {
+                    // The interior: the same sums with plain loads (most blocks of a wide
+                    // plane; the masks cost more than the FMAs they feed).
+                    for ky in 0..kh {
+                        let row0 = xp.offset((top + ky as isize) * wd + c0);
+                        let wr = w.as_ptr().add(ky * kw);
+                        for kx in 0..kw {
+                            let wv = _mm512_set1_ps(*wr.add(kx));
+                            for (r, a) in acc.iter_mut().enumerate() {
+                                let src = row0.add(r * sy * wd as usize + kx);
+                                let mut v = _mm512_loadu_ps(src);
+                                if SX == 2 {
+                                    v = _mm512_permutex2var_ps(v, evens, _mm512_loadu_ps(src.add(16)));
+                                }
+                                *a = _mm512_fmadd_ps(wv, v, *a);
+                            }
+                        }
+                    }
+                    for (r, a) in acc.iter().enumerate() {
+                        _mm512_mask_storeu_ps(out.as_mut_ptr().add((oy + r) * ow + ox), store, *a);
+                    }
+                    oy += DW_ROWS;
+                    continue;
+                }
                 for ky in 0..kh {
                     // Input row of output row oy + r, and whether it lies inside the plane.
                     let mut rows = [xp; DW_ROWS];

@@ -417,6 +417,10 @@ mod tests {
             (1, 4, 14, 14, 4, 4, 5, 5, 2, 1, [2, 2, 2, 2]),
             (2, 3, 9, 70, 3, 3, 3, 3, 2, 1, [1, 1, 1, 1]),
             (1, 5, 12, 11, 5, 5, 3, 3, 2, 1, [0, 0, 1, 1]),
+            // Wide planes whose interior blocks take the unmasked AVX-512 loads: stride 2
+            // (3x3, 75 columns) and stride 1 (5x5, 60 columns, batch 2).
+            (1, 5, 21, 75, 5, 5, 3, 3, 2, 1, [1, 1, 1, 1]),
+            (2, 4, 13, 60, 4, 4, 5, 5, 1, 1, [2, 2, 2, 2]),
             // Depthwise with channels in the lanes (cpu::depthwise_lanes, AVX-512, rows
             // narrower than 32): one whole group of 16, 3 groups with a last of 8 at batch
             // 2, stride 2 with asymmetric pads, dilation 2 with 31 columns and a group of
