@@ -1,7 +1,8 @@
 //! 2-D convolution (NCHW, f32) on the GEMM: `Y[m, oy*ow+ox] = W[m, :] · im2col(X)[:, oy*ow+ox]`
 //! per image and group, with im2col writing B's panels directly (a 1x1 stride-1 unpadded
 //! convolution packs X itself). Depthwise convolutions (one input channel per group, one
-//! output per group) use a direct kernel instead: a GEMM with one row would waste the tile;
+//! output per group) use a direct kernel instead (per plane, or with channels in the lanes
+//! for narrow planes: [`depthwise_lanes`]): a GEMM with one row would waste the tile;
 //! so do dense ones with few input channels ([`dense_direct`]) and ones with long kernel
 //! rows ([`conv_row_dot`]).
 //! The epilogue (bias, residual, activation) is applied as each output tile is finished.
@@ -390,10 +391,12 @@ impl DwLayout {
     }
 }
 
-/// Direct depthwise convolution, one task per (image, channel) plane: the plane is copied
-/// into a zero border split by column phase ([`DwLayout`]) in `scratch`, then each run of
-/// [`DW_LANES`] output columns sums all taps in registers (starting from the bias) and is
-/// stored once; the rest of the epilogue (residual, activation) follows on the plane.
+/// Direct depthwise convolution, one task per (image, channel) plane: on AVX2/AVX-512 the
+/// plane is read in place with masked loads where [`takes_unpadded_depthwise`] says so;
+/// otherwise it is copied into a zero border split by column phase ([`DwLayout`]) in
+/// `scratch`. Each run of output columns sums all taps in registers (starting from the bias)
+/// and is stored once; the rest of the epilogue (residual, activation) follows on the plane.
+/// Narrow planes on AVX-512 go to [`depthwise_lanes`] instead (see [`conv2d`]).
 fn depthwise(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &mut [f32], scratch: &mut [f32]) {
     let planes = p.n * p.c;
     let (in_sz, out_sz, k_sz) = (p.h * p.w, p.positions(), p.kh * p.kw);
