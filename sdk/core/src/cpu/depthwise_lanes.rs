@@ -20,13 +20,13 @@ use super::gemm::SyncPtr;
 use super::isa::Isa;
 
 /// Channels per task: one zmm of f32.
-const LANES: usize = 16;
+pub const LANES: usize = 16;
 /// Output positions of one row accumulated at once.
-const OB: usize = 8;
+pub const OB: usize = 8;
 /// Output width below which [`takes`] chooses this kernel: planes whose rows fill few of
 /// the per-plane kernel's 16 lanes (MediaPipe's 7x7, 14x14 and 28x28 stages; measured,
 /// see the `depthwise_lanes` rows in tests/bench/RESULTS.md).
-const MAX_OW: usize = 32;
+pub const MAX_OW: usize = 32;
 
 /// Whether [`depthwise_lanes`] runs `p` on `isa`: a depthwise convolution on AVX-512 whose
 /// output rows are narrower than [`MAX_OW`] and that has at least [`LANES`] channels (with
