@@ -125,11 +125,12 @@ pub fn conv2d(
         let AMatrix::F32(w) = w else {
             crate::invalid!("a depthwise convolution takes float32 weights only (its direct kernel has no f16 path)");
         };
+        #[cfg(target_arch = "x86_64")]
         if depthwise_lanes::takes(p, exec.isa) {
             depthwise_lanes::depthwise_lanes(exec, p, x, w, ep, y, scratch);
-        } else {
-            depthwise(exec, p, x, w, ep, y, scratch);
+            return Ok(());
         }
+        depthwise(exec, p, x, w, ep, y, scratch);
         return Ok(());
     }
     if let AMatrix::F32(wf) = w
@@ -381,6 +382,7 @@ impl DwLayout {
     }
     /// Where kernel column `kx`'s input for output column 0 starts within a padded row:
     /// its phase's sub-row, then its offset in it (the first `p.kw` entries are used).
+    #[cfg(target_arch = "x86_64")]
     fn column_taps(&self, p: &Conv2d) -> [usize; MAX_DW_TAPS] {
         let (sx, dx) = (p.stride[1], p.dilation[1]);
         let mut tap = [0usize; MAX_DW_TAPS];
@@ -443,6 +445,9 @@ const DIRECT_MB: usize = 4;
 /// per (image, block of [`DIRECT_MB`] output channels) sums all taps of all input channels
 /// for 16 output columns at a time in registers, stores each sum once, and applies the
 /// epilogue to its rows.
+// Taken on AVX2/AVX-512 only (`takes_dense_direct`): off x86-64 the kernel call is compiled
+// out and its operands go unused.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn dense_direct(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue, y: &mut [f32], scratch: &mut [f32]) {
     let lay = DwLayout::of(p);
     let (in_sz, np, plane) = (p.h * p.w, p.positions(), lay.plane());
@@ -703,6 +708,7 @@ fn unpadded_depthwise_plane_dispatch(isa: Isa, p: &Conv2d, x: &[f32], w: &[f32],
 /// Output rows [`depthwise_plane_unpadded_avx512`] computes at once: four independent sums,
 /// so the FMAs of consecutive taps need not wait on each other (one sum per block made the
 /// loop wait on the FMA latency, 4 cycles a tap).
+#[cfg(target_arch = "x86_64")]
 const DW_ROWS: usize = 4;
 
 /// [`depthwise_plane_unpadded_avx2`] on AVX-512, for any row stride and column stride `SX`

@@ -103,6 +103,7 @@ pub fn conv_row_dot(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogue
 
 /// Where the kernel reads: `p.c` planes of `plane` floats, rows `ld` floats apart.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct Rows<'a> {
     p: &'a Conv2d,
     ld: usize,

@@ -13,15 +13,15 @@
 //!
 //! Sums start at the bias and add taps in the reference's order, in f32.
 
-use super::Exec;
 use super::conv::Conv2d;
-use super::epilogue::Epilogue;
-use super::gemm::SyncPtr;
 use super::isa::Isa;
+#[cfg(target_arch = "x86_64")]
+use super::{Exec, epilogue::Epilogue, gemm::SyncPtr};
 
 /// Channels per task: one zmm of f32.
 pub const LANES: usize = 16;
 /// Output positions of one row accumulated at once.
+#[cfg(target_arch = "x86_64")]
 pub const OB: usize = 8;
 /// Output width below which [`takes`] chooses this kernel: planes whose rows fill few of
 /// the per-plane kernel's 16 lanes (MediaPipe's 7x7, 14x14 and 28x28 stages; measured,
@@ -49,7 +49,9 @@ pub fn scratch_floats(p: &Conv2d) -> usize {
 
 /// Runs the depthwise convolution (`x`: `[n, c, h, w]`, `w`: `[c, 1, kh, kw]`, `y`:
 /// `[n, c, oh, ow]`), one task per (image, group of 16 channels), each applying the epilogue
-/// to its rows. `scratch` has [`scratch_floats`] floats.
+/// to its rows. `scratch` has [`scratch_floats`] floats. x86-64 only ([`takes`] is false
+/// elsewhere).
+#[cfg(target_arch = "x86_64")]
 pub fn depthwise_lanes(
     exec: &Exec,
     p: &Conv2d,
@@ -73,11 +75,8 @@ pub fn depthwise_lanes(
         let cb = LANES.min(p.c - c0);
         let y_img = &mut y[ni * out_img..(ni + 1) * out_img];
         let region = &mut scratch[t * per_task..(t + 1) * per_task];
-        #[cfg(target_arch = "x86_64")]
         // SAFETY: `takes` checked for AVX-512 (the ISA is only ever one the CPU has).
-        unsafe {
-            group_avx512(p, &x[ni * in_img..(ni + 1) * in_img], w, ep.bias, c0, cb, region, y_img)
-        };
+        unsafe { group_avx512(p, &x[ni * in_img..(ni + 1) * in_img], w, ep.bias, c0, cb, region, y_img) };
         let np = p.positions();
         let res_img = ep.residual_rows * np;
         let sub = Epilogue { bias: None, residual: ep.residual.map(|r| &r[ni * res_img..(ni + 1) * res_img]), ..*ep };
@@ -176,6 +175,7 @@ unsafe fn group_avx512(
 }
 
 /// Strides of the taps in the input block, in floats.
+#[cfg(target_arch = "x86_64")]
 struct Taps {
     kh: usize,
     kw: usize,
