@@ -608,6 +608,14 @@ fn depthwise_plane_dispatch(isa: Isa, p: &Conv2d, lay: &DwLayout, x: &[f32], w: 
 /// offsets live on the stack: [`DwLayout::column_taps`]).
 const MAX_DW_TAPS: usize = 32;
 
+/// A depthwise kernel's size: the const parameters `KH`/`KW` where nonzero (the loops
+/// unroll), else `p`'s.
+#[inline(always)]
+#[cfg(target_arch = "x86_64")]
+fn kernel_size<const KH: usize, const KW: usize>(p: &Conv2d) -> (usize, usize) {
+    (if KH > 0 { KH } else { p.kh }, if KW > 0 { KW } else { p.kw })
+}
+
 /// One plane from its padded, phase-split copy `x`, sixteen (then eight) output columns at a
 /// time in AVX2 registers. Reads stay inside each sub-row by [`DwLayout`]'s construction;
 /// a last partial block is computed in full and only its valid columns stored. `KH`/`KW`
@@ -623,8 +631,7 @@ unsafe fn depthwise_plane_avx2<const KH: usize, const KW: usize>(
     out: &mut [f32],
 ) {
     use std::arch::x86_64::*;
-    let kh = if KH > 0 { KH } else { p.kh };
-    let kw = if KW > 0 { KW } else { p.kw };
+    let (kh, kw) = kernel_size::<KH, KW>(p);
     debug_assert_eq!((kh, kw), (p.kh, p.kw));
     let ow = p.ow;
     let (sy, dy) = (p.stride[0], p.dilation[0]);
@@ -726,8 +733,7 @@ unsafe fn depthwise_plane_unpadded_avx512<const KH: usize, const KW: usize, cons
     out: &mut [f32],
 ) {
     use std::arch::x86_64::*;
-    let kh = if KH > 0 { KH } else { p.kh };
-    let kw = if KW > 0 { KW } else { p.kw };
+    let (kh, kw) = kernel_size::<KH, KW>(p);
     debug_assert!(kw <= MAX_DW_TAPS && p.stride[1] == SX && (SX == 1 || SX == 2) && p.dilation == [1, 1]);
     let (h, wd, ow, oh, sy) = (p.h as isize, p.w as isize, p.ow, p.oh, p.stride[0]);
     let (pad_t, pad_l) = (p.pad[0] as isize, p.pad[1] as isize);
@@ -833,8 +839,7 @@ unsafe fn depthwise_plane_unpadded_avx2<const KH: usize, const KW: usize>(
     out: &mut [f32],
 ) {
     use std::arch::x86_64::*;
-    let kh = if KH > 0 { KH } else { p.kh };
-    let kw = if KW > 0 { KW } else { p.kw };
+    let (kh, kw) = kernel_size::<KH, KW>(p);
     debug_assert!(kw <= MAX_DW_TAPS && p.stride == [1, 1] && p.dilation == [1, 1]);
     let (h, wd, ow) = (p.h as isize, p.w as isize, p.ow);
     let (pad_t, pad_l) = (p.pad[0] as isize, p.pad[1] as isize);

@@ -406,11 +406,13 @@ impl<R: Reducer> Op for Reduce<R> {
         if y.data.len() != g.out_len {
             invalid!("output has {} elements, expected {}", y.data.len(), g.out_len);
         }
+        if let (DataRef::F32(xs), Some(from_sum)) = (&x.data, R::FROM_SUM)
+            && reduces_trailing_axes(&mask, x.shape.len())
+        {
+            Self::run_f32_trailing(from_sum, xs, y.typed_mut()?, &g);
+            return Ok(());
+        }
         match x.data {
-            DataRef::F32(xs) if R::FROM_SUM.is_some() && reduces_trailing_axes(&mask, x.shape.len()) => {
-                let from_sum = R::FROM_SUM.expect("checked by the guard");
-                Self::run_f32_trailing(from_sum, xs, y.typed_mut()?, &g)
-            }
             DataRef::F32(xs) => Self::run_float::<f32>(xs, y.typed_mut()?, &g),
             DataRef::F16(xs) => Self::run_float::<f16>(xs, y.typed_mut()?, &g),
             DataRef::I8(xs) => Self::run_int::<i8>(xs, y.typed_mut()?, &g),
