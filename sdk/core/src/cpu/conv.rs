@@ -4,10 +4,12 @@
 //! output per group) use a direct kernel instead (per plane, or with channels in the lanes
 //! for narrow planes: [`depthwise_lanes`]): a GEMM with one row would waste the tile;
 //! so do dense ones with few input channels ([`dense_direct`]) and ones with long kernel
-//! rows ([`conv_row_dot`]).
+//! rows ([`conv_row_dot`]). Stride-1 dense convolutions on AVX2/AVX-512 skip im2col: an
+//! implicit GEMM reads B from a zero-bordered copy of X ([`conv_implicit`]).
 //! The epilogue (bias, residual, activation) is applied as each output tile is finished.
 
 use super::Exec;
+use super::conv_implicit;
 use super::conv_row_dot;
 use super::depthwise_lanes;
 use super::epilogue::Epilogue;
@@ -92,7 +94,7 @@ impl Conv2d {
             if self.is_small_dense() {
                 gemm.max(self.n * self.c * DwLayout::of(self).plane())
             } else {
-                gemm.max(conv_row_dot::scratch_floats(self))
+                gemm.max(conv_row_dot::scratch_floats(self)).max(conv_implicit::scratch_floats(self))
             }
         }
     }
@@ -143,6 +145,14 @@ pub fn conv2d(
         && conv_row_dot::takes(p, exec.isa)
     {
         conv_row_dot::conv_row_dot(exec, p, x, wf, ep, y, scratch);
+        return Ok(());
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let AMatrix::F32(wf) = w
+        && conv_implicit::takes(p, exec.isa)
+        && !conv_implicit::opted_out()
+    {
+        conv_implicit::conv_implicit(exec, p, x, wf, ep, y, scratch);
         return Ok(());
     }
     let (cg, mg, k, np) = (p.c / p.group, p.m / p.group, p.k(), p.positions());
@@ -289,7 +299,7 @@ fn im2col_panel_plain(isa: Isa, p: &Conv2d, x: &[f32], nr: usize, pi: usize, out
 /// few dozen floats), inline: blocks of eight (or four), the last one overlapping the one
 /// before rather than a scalar tail, and no call into `memcpy`.
 #[inline(always)]
-fn copy_short(dst: &mut [f32], src: &[f32]) {
+pub(super) fn copy_short(dst: &mut [f32], src: &[f32]) {
     let src = &src[..dst.len()];
     match dst.len() {
         8.. => copy_blocks::<8>(dst, src),

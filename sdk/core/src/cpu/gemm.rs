@@ -265,7 +265,7 @@ pub fn gemm_packing(
 /// that every thread gets the same share. Blocks of 256, 256, 256 and 16 columns on two
 /// threads (a 128-channel 3x3 convolution at 28x28) left one thread idle a quarter of the
 /// time; 4 blocks of 196 columns do not.
-fn column_blocks(panels: usize, nr: usize, threads: usize) -> usize {
+pub(super) fn column_blocks(panels: usize, nr: usize, threads: usize) -> usize {
     let fewest = panels.div_ceil(NC / nr);
     fewest.next_multiple_of(threads.max(1)).min(panels).max(fewest)
 }

@@ -439,6 +439,17 @@ mod tests {
             (2, 129, 0, 5, 128, 1, 1, 3, 1, 1, [0, 1, 0, 1]),
             (1, 7, 0, 50, 7, 7, 1, 5, 2, 3, [0, 4, 0, 1]),
             (2, 9, 0, 17, 19, 1, 1, 1, 1, 1, [0, 0, 0, 0]),
+            // Stride-1 implicit GEMM over the padded input (cpu::conv_implicit, AVX2 and
+            // AVX-512): batch 2 with 13 outputs (partial tiles of 8 and 6), groups with
+            // dilation 2 and asymmetric pads, 5x5 with 70 outputs (two row blocks; AVX2's
+            // blocks are 60 rows), unpadded 3x3, a 2x4 kernel (no 9-tap kernel), and a
+            // 7x7 grid with 3x3 taps (2 junk columns in every 7).
+            (2, 9, 11, 13, 13, 1, 3, 3, 1, 1, [1, 1, 1, 1]),
+            (1, 10, 9, 12, 8, 2, 3, 3, 1, 2, [2, 1, 2, 3]),
+            (1, 6, 8, 10, 70, 1, 5, 5, 1, 1, [2, 2, 2, 2]),
+            (1, 8, 7, 7, 9, 1, 3, 3, 1, 1, [0, 0, 0, 0]),
+            (2, 7, 6, 9, 17, 1, 2, 4, 1, 1, [1, 2, 0, 1]),
+            (1, 33, 7, 7, 40, 1, 3, 3, 1, 1, [1, 1, 1, 1]),
             // Long kernel rows (cpu::conv_row_dot on AVX2/AVX-512): the speech frontend's DFT
             // (400 taps, stride 160, 514 channels); padded 2-D with 70-tap rows, a partial
             // channel block and batch 2; padded 1-D with 65 taps.
