@@ -9,6 +9,7 @@
 //! The epilogue (bias, residual, activation) is applied as each output tile is finished.
 
 use super::Exec;
+use super::conv_1x1_swapped;
 use super::conv_implicit;
 use super::conv_row_dot;
 use super::depthwise_lanes;
@@ -88,13 +89,15 @@ impl Conv2d {
         if self.is_depthwise() {
             (self.n * self.c * DwLayout::of(self).plane()).max(depthwise_lanes::scratch_floats(self))
         } else if self.is_pointwise() {
-            0
+            conv_1x1_swapped::scratch_floats(self)
         } else {
             let gemm = packed_b_len(self.k(), self.positions(), gemm::NR_MAX);
             if self.is_small_dense() {
-                gemm.max(self.n * self.c * DwLayout::of(self).plane())
+                gemm.max(self.n * self.c * DwLayout::of(self).plane()).max(conv_1x1_swapped::scratch_floats(self))
             } else {
-                gemm.max(conv_row_dot::scratch_floats(self)).max(conv_implicit::scratch_floats(self))
+                gemm.max(conv_row_dot::scratch_floats(self))
+                    .max(conv_implicit::scratch_floats(self))
+                    .max(conv_1x1_swapped::scratch_floats(self))
             }
         }
     }

@@ -193,13 +193,14 @@ pub fn gemm(
         BMatrix::RowMajor { data, ld } => assert!(k == 0 || (ld >= n && data.len() >= (k - 1) * ld + n), "B too small"),
     }
     assert_a_and_c(m, n, k, a, lda, c, ldc);
-    let mb = m.div_ceil(MC);
+    let mc = row_block(kern);
+    let mb = m.div_ceil(mc);
     let nb = n.div_ceil(NC);
     let c_ptr = SyncPtr(c.as_mut_ptr());
     let c_len = c.len();
     let task = |t: usize| {
         let (bi, bj) = (t / nb, t % nb);
-        let rows = bi * MC..(m.min((bi + 1) * MC));
+        let rows = bi * mc..(m.min((bi + 1) * mc));
         let cols = bj * NC..(n.min((bj + 1) * NC));
         // SAFETY: tasks cover disjoint tiles of C; the slice is only used inside this tile.
         let c = unsafe { std::slice::from_raw_parts_mut(c_ptr.get(), c_len) };
@@ -237,7 +238,8 @@ pub fn gemm_packing(
     let nr = kern.nr;
     assert!(bp.len() >= packed_b_len(k, n, nr), "packed B buffer too small");
     assert_a_and_c(m, n, k, a, lda, c, ldc);
-    let mb = m.div_ceil(MC);
+    let mc = row_block(kern);
+    let mb = m.div_ceil(mc);
     let panels = n.div_ceil(nr);
     let nb = column_blocks(panels, nr, pool.map_or(1, |p| p.threads()));
     let (c_ptr, c_len) = (SyncPtr(c.as_mut_ptr()), c.len());
@@ -254,10 +256,17 @@ pub fn gemm_packing(
         let b = BMatrix::PackedFrom { data: block_b, first: p0 };
         let c = unsafe { std::slice::from_raw_parts_mut(c_ptr.get(), c_len) };
         for bi in 0..mb {
-            block(kern, k, a, lda, b, n, c, ldc, bi * MC..m.min((bi + 1) * MC), cols.clone(), ep);
+            block(kern, k, a, lda, b, n, c, ldc, bi * mc..m.min((bi + 1) * mc), cols.clone(), ep);
         }
     };
     crate::cpu::pool::run_tasks(pool, nb, &task);
+}
+
+/// Rows of one task: [`MC`] rounded down to whole tiles of `kern`, so that only the last
+/// row block can end in a partial tile (64 rows are 10 tiles of 6 and a partial one of 4 for
+/// the AVX2 kernel; 60 are 10 whole ones).
+fn row_block(kern: Kernel) -> usize {
+    (MC / kern.mr * kern.mr).max(kern.mr)
 }
 
 /// How many column blocks [`gemm_packing`] splits `panels` panels of width `nr` into: at
@@ -386,6 +395,21 @@ fn block(
     // cheaper than per micro-tile, whose 16-wide loops cost more instructions than they save.
     let c_block = &mut c[rows.start * ldc + cols.start..];
     ep.apply_tile(c_block, ldc, rows.start, rows.len(), cols.start, cols.len());
+}
+
+/// Asks for every cache line of `data` to be brought into L2 (a hint; nothing on CPUs
+/// without one here).
+#[inline(always)]
+pub(super) fn prefetch_l2(data: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    for i in (0..data.len()).step_by(16) {
+        // SAFETY: a prefetch reads nothing and cannot fault; the address is inside `data`.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(data.as_ptr().add(i) as *const i8)
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
 }
 
 /// Portable 4x16 micro-kernel (plain arrays the compiler vectorizes for the baseline ISA).

@@ -16,14 +16,50 @@ pub unsafe fn kernel_avx512_8x32(
     ldc: usize,
     accumulate: bool,
 ) {
+    unsafe { kernel_avx512_rows_x32::<8>(kc, a, b, ldb, c, ldc, accumulate) }
+}
+
+/// AVX-512 7x32 tile, for GEMMs whose rows come in multiples of 7 (the positions of a 7x7
+/// or 14x14 plane: `conv_1x1_swapped`), which the 8-row tile would leave partly empty.
+///
+/// # Safety
+/// As for [`kernel_avx512_8x32`], with mr 7.
+#[target_feature(enable = "avx512f,fma")]
+pub unsafe fn kernel_avx512_7x32(
+    kc: usize,
+    a: *const *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    unsafe { kernel_avx512_rows_x32::<7>(kc, a, b, ldb, c, ldc, accumulate) }
+}
+
+/// The AVX-512 `MR x 32` tile: `2*MR` zmm accumulators, two B loads and `MR` broadcasts per k.
+///
+/// # Safety
+/// The CPU must have AVX-512F and FMA; pointers as for [`super::gemm::KernelFn`] (mr `MR`, nr 32).
+#[target_feature(enable = "avx512f,fma")]
+#[inline]
+unsafe fn kernel_avx512_rows_x32<const MR: usize>(
+    kc: usize,
+    a: *const *const f32,
+    b: *const f32,
+    ldb: usize,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
     unsafe {
-        let r: [*const f32; 8] = std::array::from_fn(|i| *a.add(i));
-        let mut acc = [[_mm512_setzero_ps(); 2]; 8];
+        let r: [*const f32; MR] = std::array::from_fn(|i| *a.add(i));
+        let mut acc = [[_mm512_setzero_ps(); 2]; MR];
         let mut bp = b;
         for kk in 0..kc {
             let b0 = _mm512_loadu_ps(bp);
             let b1 = _mm512_loadu_ps(bp.add(16));
-            for i in 0..8 {
+            for i in 0..MR {
                 let av = _mm512_set1_ps(*r[i].add(kk));
                 acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
                 acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);

@@ -5,6 +5,7 @@
 //! has (`EDGERT_ISA` forces one).
 
 pub mod conv;
+pub mod conv_1x1_swapped;
 pub mod conv_i8;
 pub mod conv_implicit;
 pub mod conv_row_dot;

@@ -16,6 +16,7 @@
 //! by block, so activations, bias and sums stay f32 and only the weights' storage halves.
 
 use crate::cpu::conv::{Conv2d, conv2d};
+use crate::cpu::conv_1x1_swapped::{self, PackedWeights};
 use crate::cpu::gemm::AMatrix;
 use crate::cpu::{Activation, Epilogue, Exec};
 use crate::error::Result;
@@ -36,6 +37,10 @@ pub struct FusedConv {
     pub activation: Activation,
     /// `(lo, hi)` applied after the activation.
     pub clamp: Option<(f32, f32)>,
+    /// The weights transposed for `cpu::conv_1x1_swapped` (small-plane 1x1 convolutions),
+    /// made on first use: W is constant (`passes::fuse_conv_epilogue` only fuses convolutions
+    /// with constant weights).
+    swapped: PackedWeights,
 }
 
 /// Parses `clamp_min`/`clamp_max` (either may be absent: unbounded on that side).
@@ -109,6 +114,7 @@ impl FusedConv {
             conv: Conv::build(attrs, opset)?,
             activation: parse_activation(attrs)?,
             clamp: parse_clamp(attrs)?,
+            swapped: PackedWeights::default(),
         })
     }
 
@@ -291,6 +297,13 @@ impl Op for FusedConv {
                 DataRef::F16(h) => AMatrix::F16(h),
                 _ => AMatrix::F32(w.as_f32()?),
             };
+            if let AMatrix::F32(wf) = ws
+                && conv_1x1_swapped::takes(&p, exec.isa)
+            {
+                let packed = self.swapped.get(exec.isa, wf, p.m, p.c);
+                conv_1x1_swapped::conv_1x1_swapped(exec, &p, x.as_f32()?, packed, &ep, y.as_f32_mut()?, sc);
+                return Ok(());
+            }
             return conv2d(exec, &p, x.as_f32()?, ws, &ep, y.as_f32_mut()?, sc);
         }
         // Any other rank or type: the reference Conv, then the epilogue on the whole output.
@@ -450,6 +463,16 @@ mod tests {
             (1, 8, 7, 7, 9, 1, 3, 3, 1, 1, [0, 0, 0, 0]),
             (2, 7, 6, 9, 17, 1, 2, 4, 1, 1, [1, 2, 0, 1]),
             (1, 33, 7, 7, 40, 1, 3, 3, 1, 1, [1, 1, 1, 1]),
+            // 1x1 over small planes with the GEMM's roles swapped (cpu::conv_1x1_swapped,
+            // AVX2 and AVX-512): 7x7 (the 7-row AVX-512 tile) with channels that are no
+            // multiple of 8 or 32, batch 2 at 14x14, stride 2 from 14x14 and from an odd 9x13
+            // (into 5x7 = 35: 7-row tiles), 5x9 = 45 positions (8-row tiles, a partial
+            // one), and more than 64 output channels (several transpose-back tasks).
+            (1, 40, 7, 7, 70, 1, 1, 1, 1, 1, [0, 0, 0, 0]),
+            (2, 24, 14, 14, 33, 1, 1, 1, 1, 1, [0, 0, 0, 0]),
+            (1, 17, 14, 14, 40, 1, 1, 1, 2, 1, [0, 0, 0, 0]),
+            (2, 9, 9, 13, 16, 1, 1, 1, 2, 1, [0, 0, 0, 0]),
+            (1, 35, 5, 9, 130, 1, 1, 1, 1, 1, [0, 0, 0, 0]),
             // Long kernel rows (cpu::conv_row_dot on AVX2/AVX-512): the speech frontend's DFT
             // (400 taps, stride 160, 514 channels); padded 2-D with 70-tap rows, a partial
             // channel block and batch 2; padded 1-D with 65 taps.
