@@ -6,16 +6,19 @@
 //! 32-wide panels (64 lanes, 23% of them wasted), 14x14 = 196 take seven (224, 12.5%).
 //! ResNet's last two stages are made of such convolutions. Here the output channels fill the
 //! lanes instead (they come in multiples of 32 in the networks that matter) and the
-//! positions are the tile's rows (8 on AVX-512, so 49 positions waste 7 rows of 56):
+//! positions are the tile's rows (a 7-row AVX-512 tile where they are a multiple of 7, as
+//! 49 and 196 are; else the GEMM's 8-row one):
 //!
 //! 1. X is transposed (and subsampled, for a strided 1x1) into `positions x c` rows;
-//! 2. the GEMM multiplies them by the weights, transposed and packed in panels once
-//!    ([`pack_weights`], kept by the op), into a `positions x m` scratch;
-//! 3. each task transposes a block of output channels back into Y and applies the epilogue
-//!    (bias, residual, activation) to it while it is in cache.
+//! 2. they are multiplied by the weights, transposed and packed in 32-channel panels once
+//!    ([`pack_weights`], kept by the op), into a `positions x m` scratch, in the GEMM's
+//!    blocking (`gemm.rs`) with the next panel's weights prefetched: in a whole network
+//!    they come from memory, not from the caches;
+//! 3. each panel is transposed back into its rows of Y and given the epilogue (bias,
+//!    residual, activation) while it is in cache.
 //!
-//! The two transposes move `positions x (c + m)` floats, a few percent of the GEMM's time
-//! at the sizes this path takes ([`takes`]).
+//! The two transposes move `positions x (c + m)` floats, a few percent of the time at the
+//! sizes this path takes ([`takes`]).
 
 use super::Exec;
 use super::conv::Conv2d;
