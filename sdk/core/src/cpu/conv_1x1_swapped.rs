@@ -200,6 +200,7 @@ fn multiply(
 /// positions are a multiple of 7 but not of 8 (7x7 and 14x14 planes: 49 positions in 7
 /// tiles instead of 7 tiles of 8 with 7 rows idle), else the ISA's GEMM kernel. Both are
 /// 32 wide, so one packing of the weights serves them.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn kernel(isa: Isa, positions: usize) -> gemm::Kernel {
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Avx512 && positions.is_multiple_of(7) && !positions.is_multiple_of(8) {
@@ -246,31 +247,7 @@ fn transpose(src: &[f32], ld_src: usize, rows: usize, cols: usize, dst: &mut [f3
         return;
     }
     assert!(src.len() >= (rows - 1) * ld_src + cols && dst.len() >= (cols - 1) * ld_dst + rows);
-    let (full_rows, full_cols) = (rows / 8 * 8, cols / 8 * 8);
-    #[cfg(target_arch = "x86_64")]
-    let blocked = std::arch::is_x86_feature_detected!("avx");
-    #[cfg(not(target_arch = "x86_64"))]
-    let blocked = false;
-    let scalar_from = if blocked {
-        for i in (0..full_rows).step_by(8) {
-            for j in (0..full_cols).step_by(8) {
-                // SAFETY: AVX is present; the 8x8 blocks at (i, j) and (j, i) lie inside src
-                // and dst (i + 8 <= rows, j + 8 <= cols, bounds asserted above).
-                #[cfg(target_arch = "x86_64")]
-                unsafe {
-                    transpose_8x8_avx(
-                        src.as_ptr().add(i * ld_src + j),
-                        ld_src,
-                        dst.as_mut_ptr().add(j * ld_dst + i),
-                        ld_dst,
-                    )
-                };
-            }
-        }
-        (full_rows, full_cols)
-    } else {
-        (0, 0)
-    };
+    let scalar_from = transpose_blocks(src, ld_src, rows, cols, dst, ld_dst);
     // Whatever the blocks left: the rows past the last block row, then the columns past
     // the last block column of the block rows.
     for i in 0..rows {
@@ -279,6 +256,44 @@ fn transpose(src: &[f32], ld_src: usize, rows: usize, cols: usize, dst: &mut [f3
             dst[j * ld_dst + i] = src[i * ld_src + j];
         }
     }
+}
+
+/// The whole 8x8 blocks of [`transpose`] (bounds checked by the caller) in AVX registers;
+/// returns the rows and columns they cover, `(0, 0)` on a CPU without AVX.
+#[cfg(target_arch = "x86_64")]
+fn transpose_blocks(
+    src: &[f32],
+    ld_src: usize,
+    rows: usize,
+    cols: usize,
+    dst: &mut [f32],
+    ld_dst: usize,
+) -> (usize, usize) {
+    if !std::arch::is_x86_feature_detected!("avx") {
+        return (0, 0);
+    }
+    let (full_rows, full_cols) = (rows / 8 * 8, cols / 8 * 8);
+    for i in (0..full_rows).step_by(8) {
+        for j in (0..full_cols).step_by(8) {
+            // SAFETY: AVX is present; the 8x8 blocks at (i, j) of src and (j, i) of dst lie
+            // inside them (i + 8 <= rows, j + 8 <= cols; `transpose` asserted the bounds).
+            unsafe {
+                transpose_8x8_avx(
+                    src.as_ptr().add(i * ld_src + j),
+                    ld_src,
+                    dst.as_mut_ptr().add(j * ld_dst + i),
+                    ld_dst,
+                )
+            };
+        }
+    }
+    (full_rows, full_cols)
+}
+
+/// No blocked transpose off x86-64: [`transpose`] does it all one float at a time.
+#[cfg(not(target_arch = "x86_64"))]
+fn transpose_blocks(_: &[f32], _: usize, _: usize, _: usize, _: &mut [f32], _: usize) -> (usize, usize) {
+    (0, 0)
 }
 
 /// One 8x8 block of [`transpose`]: eight row loads, three rounds of shuffles, eight stores.
