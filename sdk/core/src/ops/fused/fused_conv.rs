@@ -467,7 +467,7 @@ mod tests {
             // AVX2 and AVX-512): 7x7 (the 7-row AVX-512 tile) with channels that are no
             // multiple of 8 or 32, batch 2 at 14x14, stride 2 from 14x14 and from an odd 9x13
             // (into 5x7 = 35: 7-row tiles), 5x9 = 45 positions (8-row tiles, a partial
-            // one), and more than 64 output channels (several transpose-back tasks).
+            // one), and 130 output channels (5 panels of 32, the last of 2 channels).
             (1, 40, 7, 7, 70, 1, 1, 1, 1, 1, [0, 0, 0, 0]),
             (2, 24, 14, 14, 33, 1, 1, 1, 1, 1, [0, 0, 0, 0]),
             (1, 17, 14, 14, 40, 1, 1, 1, 2, 1, [0, 0, 0, 0]),
