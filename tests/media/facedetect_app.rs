@@ -94,6 +94,35 @@ fn broken_stream_is_reported_and_others_complete() {
     assert_eq!(lines, 32);
 }
 
+/// BlazeFace declares batch 1: by default frames are handed to inference as they come
+/// (no waiting for a batch that would run frame by frame anyway); `--batch-size` still
+/// groups them when asked.
+#[test]
+fn mux_batch_follows_what_inference_can_batch() {
+    let run = |extra: &[&str], name: &str| {
+        let summary = tmp(name);
+        let o = facedetect()
+            .args(["test://160x120@30?frames=30&live=0", "test://160x120@30?frames=30&live=0", "--output", "none"])
+            .args(extra)
+            .arg("--summary-json")
+            .arg(&summary)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{err}");
+        let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+        assert_eq!((s["streams"][0]["inferred"].as_u64(), s["streams"][1]["inferred"].as_u64()), (Some(30), Some(30)));
+        (s, err)
+    };
+    let (s, err) = run(&[], "default-batch.json");
+    assert_eq!((s["mux_batch"].as_u64(), s["inference_batch"].as_u64()), (Some(1), Some(1)), "{s}");
+    assert_eq!(s["batch_fill"].as_f64(), Some(1.0));
+    assert!(err.contains("batch 2 refused") && err.contains("mux batch 1"), "the refusal is said: {err}");
+    let (s, _) = run(&["--batch-size", "2"], "asked-batch.json");
+    assert_eq!(s["mux_batch"].as_u64(), Some(2));
+    assert!(s["batch_fill"].as_f64().unwrap() > 1.2, "asked for pairs: {s}");
+}
+
 #[test]
 fn bench_runs_one_trial() {
     let clip = tmp("bench.mp4");

@@ -214,6 +214,53 @@ fn batch_timeout_keeps_a_slow_stream_from_stalling_others() {
     assert_eq!((st[0].dropped, st[1].dropped), (0, 0));
 }
 
+/// The nice value of each thread of this process, by thread id (Linux `/proc`).
+#[cfg(target_os = "linux")]
+fn thread_nices() -> Vec<(u64, String, i64)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        // `tid (comm) state ...`: nice is the 19th field, the 17th after the comm.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let comm = stat[open + 1..close].to_string();
+        let nice = stat[close + 2..].split(' ').nth(16).and_then(|v| v.parse().ok());
+        if let (Ok(tid), Some(nice)) = (e.file_name().to_string_lossy().parse(), nice) {
+            out.push((tid, comm, nice));
+        }
+    }
+    out
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn streaming_threads_take_the_configured_niceness() {
+    edgert_media::init().unwrap();
+    // Queues of one frame that block: the pipeline's threads stay alive while we look.
+    let mux =
+        Arc::new(Mux::new(MuxConfig { batch_size: 1, batch_timeout: Duration::from_millis(5), queue_capacity: 1 }));
+    let stop = Arc::new(AtomicBool::new(false));
+    let cfg = SourceConfig { streaming_nice: 7, ..SourceConfig::new(32, 32) };
+    let before: Vec<u64> = thread_nices().iter().map(|t| t.0).collect();
+    let base = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let base: i64 = base[base.rfind(')').unwrap() + 2..].split(' ').nth(16).unwrap().parse().unwrap();
+    let s =
+        edgert_media::spawn(uri::parse("test://64x48@30?frames=20&live=0").unwrap(), mux.clone(), cfg, stop.clone());
+    let first = mux.next_batch().expect("a first frame");
+    assert_eq!(first.len(), 1);
+    let new: Vec<_> = thread_nices().into_iter().filter(|t| !before.contains(&t.0)).collect();
+    let mut n = 1;
+    while let Some(b) = mux.next_batch() {
+        n += b.len();
+    }
+    s.join();
+    assert_eq!(n, 20);
+    let lowered: Vec<_> = new.iter().filter(|t| t.2 == (base + 7).min(19)).collect();
+    // Two streaming threads: videotestsrc's and the queue's (scale, convert, appsink).
+    assert!(lowered.len() >= 2, "threads started by the source (base nice {base}): {new:?}");
+    // The source's own thread (it pulls frames into the mux) keeps the caller's niceness.
+    assert!(new.iter().any(|t| t.1.starts_with("source-") && t.2 == base), "{new:?}");
+}
+
 #[test]
 fn faces_at_known_places_and_none_elsewhere() {
     let clip = root().join("models/video/faces.mp4");

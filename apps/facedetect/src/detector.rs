@@ -18,6 +18,8 @@ const MAX_FACES: usize = 100;
 /// One worker's detector: a context for full batches and one for single frames.
 pub struct Detector {
     batched: Option<(usize, Context)>,
+    /// Why the batched context could not be made, when it could not.
+    batch_refusal: Option<String>,
     single: Context,
     input: String,
     spec: FaceModelSpec,
@@ -81,31 +83,45 @@ impl Detector {
         let (w, h) = spec.input_size;
         let shape = |n: usize| HashMap::from([(input.clone(), vec![n, 3, h, w])]);
         let single = Context::new(engine.clone(), &shape(1))?;
-        let batched = if batch > 1 {
+        let (batched, batch_refusal) = if batch > 1 {
             match Context::new(engine.clone(), &shape(batch)) {
                 Ok(mut c) => {
                     let n_scores = c.output_ref(outputs.1)?.shape.iter().product::<usize>();
                     if n_scores == batch * spec.anchors.len() {
-                        Some((batch, c))
+                        (Some((batch, c)), None)
                     } else {
-                        log::warn!("model output does not scale with the batch: running frames one by one");
-                        None
+                        (None, Some("the model's output does not scale with the batch".to_string()))
                     }
                 }
-                Err(e) => {
-                    log::warn!("model cannot be planned for batch {batch} ({e}): running frames one by one");
-                    None
-                }
+                Err(e) => (None, Some(format!("the model cannot be planned for it: {e}"))),
             }
         } else {
-            None
+            (None, None)
         };
-        Ok(Detector { batched, single, input, spec, fmt: InputFormat::mediapipe_nchw(), outputs, scratch: Vec::new() })
+        if let Some(why) = &batch_refusal {
+            log::info!("batch {batch}: {why}; running frames one by one");
+        }
+        Ok(Detector {
+            batched,
+            batch_refusal,
+            single,
+            input,
+            spec,
+            fmt: InputFormat::mediapipe_nchw(),
+            outputs,
+            scratch: Vec::new(),
+        })
     }
 
     /// The model spec (input size, anchors, thresholds).
     pub fn spec(&self) -> &FaceModelSpec {
         &self.spec
+    }
+
+    /// Why inference runs at batch 1 although more was asked for (None when it was not
+    /// refused).
+    pub fn batch_refusal(&self) -> Option<&str> {
+        self.batch_refusal.as_deref()
     }
 
     /// The batch size inference runs at.

@@ -80,6 +80,10 @@ pub struct Args {
     /// Software decoder threads per stream (0: decoder's choice).
     #[arg(long, default_value_t = 1)]
     decoder_threads: u32,
+    /// Niceness of the decoding threads (0-19) relative to inference: inference then runs as
+    /// soon as a frame is there even when decoding fills every core (0: equal shares).
+    #[arg(long, default_value_t = 5)]
+    decoder_nice: i32,
     /// Reconnection attempts of a live network/camera source (exponential back-off).
     #[arg(long, default_value_t = 5)]
     retries: u32,
@@ -208,7 +212,38 @@ pub fn run(args: &Args) -> Result<RunReport> {
     let path = model_path(args);
     let engine = Arc::new(load_model(&path)?);
     let (_, spec, _) = model_spec(&engine)?;
-    let batch = args.batch_size.unwrap_or(sources.len().min(8)).max(1);
+    // The detectors are made (and their contexts planned) before any source starts, so no
+    // frame of a live source waits, or is dropped, while the engine gets ready.
+    let wanted = args.batch_size.unwrap_or(sources.len().min(8)).max(1);
+    let mut detectors = Vec::new();
+    if !args.no_infer {
+        for _ in 0..args.workers.max(1) {
+            detectors.push(Detector::new(engine.clone(), wanted, args.threshold)?);
+        }
+    }
+    let inference_batch = detectors.first().map(Detector::batch);
+    // A model that runs one frame per inference gains nothing from frames waiting for a
+    // batch to fill, only latency: unless --batch-size says otherwise, the mux then hands
+    // frames over as they come.
+    let batch = match (args.batch_size, inference_batch) {
+        (None, Some(b)) => b,
+        _ => wanted,
+    };
+    let inference = match detectors.first() {
+        Some(d) => format!(
+            "{} ({} range, {}x{}), inference at batch {}{}",
+            path.display(),
+            d.spec().name,
+            d.spec().input_size.0,
+            d.spec().input_size.1,
+            d.batch(),
+            match d.batch_refusal() {
+                Some(why) if d.batch() < wanted => format!(" (batch {wanted} refused: {why})"),
+                _ => String::new(),
+            }
+        ),
+        None => "no inference (--no-infer)".to_string(),
+    };
     let mut mux_cfg = MuxConfig::new(batch, args.max_fps);
     if let Some(us) = args.batch_timeout_us {
         mux_cfg.batch_timeout = Duration::from_micros(us);
@@ -228,6 +263,7 @@ pub fn run(args: &Args) -> Result<RunReport> {
         None => None,
     };
     src_cfg.decoder_threads = args.decoder_threads;
+    src_cfg.streaming_nice = args.decoder_nice;
     src_cfg.max_retries = args.retries;
     src_cfg.backoff = Duration::from_millis(args.backoff_ms);
     if let Some(d) = &args.snapshots {
@@ -242,24 +278,14 @@ pub fn run(args: &Args) -> Result<RunReport> {
     let streams: Vec<_> =
         sources.into_iter().map(|s| edgert_media::spawn(s, mux.clone(), src_cfg.clone(), stop.clone())).collect();
 
+    eprintln!(
+        "facedetect: {inference}; mux batch {batch}, timeout {:?}, queue {}",
+        mux_cfg.batch_timeout, mux_cfg.queue_capacity
+    );
+    let mut detectors = detectors.into_iter();
     let mut workers = Vec::new();
-    for w in 0..args.workers.max(1) {
-        let mut det = if args.no_infer { None } else { Some(Detector::new(engine.clone(), batch, args.threshold)?) };
-        if w == 0
-            && let Some(d) = &det
-        {
-            eprintln!(
-                "facedetect: {} ({} range, {}x{}), batch {} (inference at {}), timeout {:?}, queue {}",
-                path.display(),
-                d.spec().name,
-                d.spec().input_size.0,
-                d.spec().input_size.1,
-                batch,
-                d.batch(),
-                mux_cfg.batch_timeout,
-                mux_cfg.queue_capacity
-            );
-        }
+    for _ in 0..args.workers.max(1) {
+        let mut det = detectors.next();
         let (mux, out, gathered, recent) = (mux.clone(), out.clone(), gathered.clone(), recent.clone());
         let video_out = video_out.clone();
         let (snap_dir, every, max_snap, taken) =
@@ -387,7 +413,9 @@ pub fn run(args: &Args) -> Result<RunReport> {
     let secs = t0.elapsed().as_secs_f64();
     let stats = mux.stats();
     let g = gathered.lock().unwrap();
-    let summary = summary_json(&stats, &g, secs);
+    let mut summary = summary_json(&stats, &g, secs);
+    summary["mux_batch"] = json!(batch);
+    summary["inference_batch"] = json!(inference_batch);
     eprintln!("summary: {} stream(s), {secs:.1} s", stats.len());
     for (i, s) in stats.iter().enumerate() {
         eprintln!(

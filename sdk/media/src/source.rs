@@ -55,6 +55,11 @@ pub struct SourceConfig {
     pub max_backoff: Duration,
     /// A stream that delivers nothing for this long is reported as stalled.
     pub stall_timeout: Duration,
+    /// Niceness added to the pipeline's streaming threads (decoding, scaling), 0 to 19:
+    /// when decoding takes nearly every core, the consumer of the frames (inference) still
+    /// runs as soon as a frame is there, instead of queueing behind the decoders (frames
+    /// then wait, and live ones are dropped). Linux only; elsewhere ignored.
+    pub streaming_nice: i32,
 }
 
 impl SourceConfig {
@@ -69,6 +74,7 @@ impl SourceConfig {
             backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(8),
             stall_timeout: Duration::from_secs(10),
+            streaming_nice: 0,
         }
     }
 }
@@ -224,6 +230,9 @@ fn run_once(
         .downcast::<gst::Pipeline>()
         .map_err(|_| pipeline_err(src, "not a pipeline"))?;
     let guard = NullOnDrop(pipeline.clone());
+    if cfg.streaming_nice != 0 {
+        lower_streaming_threads(&pipeline, cfg.streaming_nice);
+    }
     let by_name = |n: &str| pipeline.by_name(n).ok_or_else(|| pipeline_err(src, format!("no element `{n}`")));
     let sink = by_name("sink")?.downcast::<gst_app::AppSink>().map_err(|_| pipeline_err(src, "sink is no appsink"))?;
     let full = match cfg.keep_full {
@@ -281,6 +290,38 @@ fn run_once(
     mux.report(StreamEvent::Decoder { stream: id, codec: "video/x-raw".into(), decoder: what.into(), skipped: vec![] });
     pull_loop(id, src, mux, cfg, stop, index, &pipeline, &sink, full.as_ref(), &scale_pad, &link_error, None)
 }
+
+/// Adds `nice` to every streaming thread of `pipeline` as it starts. GStreamer posts
+/// `stream-status` (enter) from the new thread itself, so the sync handler runs there.
+fn lower_streaming_threads(pipeline: &gst::Pipeline, nice: i32) {
+    let Some(bus) = pipeline.bus() else { return };
+    let nice = nice.clamp(0, 19);
+    bus.set_sync_handler(move |_, msg| {
+        if let gst::MessageView::StreamStatus(s) = msg.view()
+            && s.get().0 == gst::StreamStatusType::Enter
+        {
+            set_thread_nice(nice);
+        }
+        gst::BusSyncReply::Pass
+    });
+}
+
+#[cfg(target_os = "linux")]
+fn set_thread_nice(nice: i32) {
+    // SAFETY: gettid and setpriority take plain integers; on Linux PRIO_PROCESS with a
+    // thread id changes that thread only. Raising niceness needs no privilege.
+    let res = unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+        libc::setpriority(libc::PRIO_PROCESS, tid, (now + nice).min(19))
+    };
+    if res != 0 {
+        log::debug!("setpriority on a streaming thread failed: {}", std::io::Error::last_os_error());
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_thread_nice(_nice: i32) {}
 
 /// Sets the pipeline to NULL however the stream ends (an error, a stop, a panic upstream).
 struct NullOnDrop(gst::Pipeline);
