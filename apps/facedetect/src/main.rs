@@ -96,6 +96,10 @@ pub struct Args {
     /// Write the final summary as JSON to this file.
     #[arg(long)]
     summary_json: Option<PathBuf>,
+    /// List the V4L2 cameras (/dev/video*), their modes and the mode a plain
+    /// `v4l2:///dev/videoN` would use, then exit.
+    #[arg(long)]
+    list_cameras: bool,
     /// Capacity search: the largest number of real-time 1080p30 streams, up to N.
     #[arg(long, value_name = "N")]
     bench: Option<usize>,
@@ -115,6 +119,7 @@ fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args = Args::parse();
     let res = match args.bench {
+        _ if args.list_cameras => list_cameras(),
         Some(n) => bench::run_bench(&args, n),
         None => run(&args).map(|r| if r.any_error { 2 } else { 0 }),
     };
@@ -125,6 +130,34 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// `--list-cameras`: every V4L2 node, what it is, its modes and the default choice.
+fn list_cameras() -> Result<i32> {
+    use edgert_media::camera;
+    let nodes = camera::list_cameras();
+    if nodes.is_empty() {
+        println!("no V4L2 devices (/dev/video*) on this machine");
+    }
+    for n in nodes {
+        match n {
+            Err((path, e)) => println!("{}: {e}", path.display()),
+            Ok(c) if !c.capture => {
+                println!("{}: {} ({}, {}): not a capture node", c.path.display(), c.card, c.driver, c.bus)
+            }
+            Ok(c) => {
+                println!("{}: {} ({}, {})", c.path.display(), c.card, c.driver, c.bus);
+                for m in &c.modes {
+                    println!("    {}", camera::describe_mode(m));
+                }
+                match camera::choose_mode(&c.modes, &camera::ModeRequest::default()) {
+                    Ok(m) => println!("  v4l2://{} uses {m} ({})", c.path.display(), m.caps),
+                    Err(e) => println!("  v4l2://{} cannot be used: {e}", c.path.display()),
+                }
+            }
+        }
+    }
+    Ok(0)
 }
 
 /// What a run produced, for the caller (the bench reads it).

@@ -21,6 +21,7 @@
 //! ```
 
 mod bus;
+pub mod camera;
 pub mod decoder;
 pub mod error;
 pub mod frame;

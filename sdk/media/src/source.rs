@@ -22,6 +22,7 @@ use gstreamer_video as gst_video;
 use gstreamer_video::prelude::*;
 
 use crate::bus::bus_error;
+use crate::camera::{self, ChosenMode};
 use crate::decoder::select_decoder;
 use crate::error::{Error, Result};
 use crate::frame::{Frame, FullFrame};
@@ -82,6 +83,11 @@ impl SourceConfig {
 /// The pipeline description a URI runs (without the decoder, which is chosen when the
 /// codec is known). Public so that unavailable sources can show what would run.
 pub fn pipeline_description(src: &SourceUri, cfg: &SourceConfig, sync: bool) -> String {
+    describe_pipeline(src, cfg, sync, None)
+}
+
+/// The pipeline, with the caps of the camera mode chosen for a V4L2 source.
+fn describe_pipeline(src: &SourceUri, cfg: &SourceConfig, sync: bool, camera: Option<&ChosenMode>) -> String {
     let q = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     let head = match &src.kind {
         SourceKind::File { path, .. } => {
@@ -90,8 +96,9 @@ pub fn pipeline_description(src: &SourceUri, cfg: &SourceConfig, sync: bool) -> 
         SourceKind::Rtsp { url } => {
             format!("rtspsrc location=\"{}\" latency=200 ! application/x-rtp,media=video ! parsebin name=parse", q(url))
         }
-        SourceKind::V4l2 { device } => {
-            format!("v4l2src device=\"{}\" ! parsebin name=parse", q(&device.to_string_lossy()))
+        SourceKind::V4l2 { device, .. } => {
+            let caps = camera.map(|c| format!(" ! {}", c.caps)).unwrap_or_default();
+            format!("v4l2src device=\"{}\"{caps} ! parsebin name=parse", q(&device.to_string_lossy()))
         }
         SourceKind::Csi { sensor } => format!(
             "nvarguscamerasrc sensor-id={sensor} ! video/x-raw(memory:NVMM),width=1920,height=1080,framerate=30/1 \
@@ -197,19 +204,36 @@ fn pipeline_err(src: &SourceUri, message: impl Into<String>) -> Error {
     Error::Pipeline { uri: src.uri.clone(), message: message.into() }
 }
 
-/// Checks what can be checked before building: devices and camera elements.
-fn check_available(src: &SourceUri, cfg: &SourceConfig) -> Result<()> {
+/// Checks what can be checked before building: devices and camera elements. For a V4L2
+/// camera, asks the driver for its modes and returns the one chosen.
+fn check_available(src: &SourceUri, cfg: &SourceConfig) -> Result<Option<ChosenMode>> {
     let unavailable = |reason: String| Err(Error::Unavailable { uri: src.uri.clone(), reason });
     match &src.kind {
-        SourceKind::V4l2 { device } if !device.exists() => {
+        SourceKind::V4l2 { device, .. } if !device.exists() => {
             unavailable(format!("no device {} (no camera attached here)", device.display()))
+        }
+        SourceKind::V4l2 { device, mode } => {
+            let info = camera::probe(device).map_err(|reason| Error::Unavailable { uri: src.uri.clone(), reason })?;
+            if !info.capture {
+                return unavailable(format!(
+                    "{} ({}, driver {}) does not capture video (a metadata or output node; \
+                     `facedetect --list-cameras` lists the capture nodes)",
+                    device.display(),
+                    info.card,
+                    info.driver
+                ));
+            }
+            let chosen = camera::choose_mode(&info.modes, mode)
+                .map_err(|e| Error::Unavailable { uri: src.uri.clone(), reason: format!("{}: {e}", info.card) })?;
+            log::info!("{}: {} ({}) mode {chosen}", src.uri, info.card, info.driver);
+            Ok(Some(chosen))
         }
         SourceKind::Csi { .. } if gst::ElementFactory::find("nvarguscamerasrc").is_none() => unavailable(format!(
             "element nvarguscamerasrc is not registered (Jetson only); the pipeline would be: {}",
             pipeline_description(src, cfg, false)
         )),
         SourceKind::File { path, .. } if !path.is_file() => unavailable(format!("no file {}", path.display())),
-        _ => Ok(()),
+        _ => Ok(None),
     }
 }
 
@@ -221,9 +245,11 @@ fn run_once(
     stop: &AtomicBool,
     index: &mut u64,
 ) -> Result<Outcome> {
-    check_available(src, cfg)?;
+    let camera = check_available(src, cfg)?;
     let sync = matches!(src.kind, SourceKind::File { realtime: true, .. });
-    let desc = pipeline_description(src, cfg, sync);
+    let desc = describe_pipeline(src, cfg, sync, camera.as_ref());
+    // Said with the decoder choice: the camera mode is part of how the stream is read.
+    let mode_note = camera.map(|c| format!(" (camera mode {c})")).unwrap_or_default();
     log::debug!("stream {id}: {desc}");
     let pipeline = gst::parse::launch(&desc)
         .map_err(|e| pipeline_err(src, format!("{e} (pipeline: {desc})")))?
@@ -262,7 +288,7 @@ fn run_once(
                 return; // a second video track: the first one is used
             }
             let Some(pipeline) = weak.upgrade() else { return };
-            let res = link_decoder(&pipeline, pad, &entry, &name, threads, id, &tx);
+            let res = link_decoder(&pipeline, pad, &entry, &name, threads, id, &mode_note, &tx);
             if let Err(e) = res {
                 *link_error_cb.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             }
@@ -291,37 +317,75 @@ fn run_once(
     pull_loop(id, src, mux, cfg, stop, index, &pipeline, &sink, full.as_ref(), &scale_pad, &link_error, None)
 }
 
-/// Adds `nice` to every streaming thread of `pipeline` as it starts. GStreamer posts
-/// `stream-status` (enter) from the new thread itself, so the sync handler runs there.
+/// Adds `nice` to every streaming thread of `pipeline` while it runs the pipeline's task.
+/// GStreamer posts `stream-status` from the streaming thread itself (enter when its loop
+/// starts, leave when it ends), so the sync handler runs in that thread. Streaming threads
+/// come from a process-wide pool and may later run another pipeline's task: on leave the
+/// thread gets its niceness back. Lowering niceness again needs privilege (root, or an
+/// `RLIMIT_NICE` that allows it); without it the pooled thread stays niced, and says so
+/// in the log once per thread.
 fn lower_streaming_threads(pipeline: &gst::Pipeline, nice: i32) {
     let Some(bus) = pipeline.bus() else { return };
     let nice = nice.clamp(0, 19);
     bus.set_sync_handler(move |_, msg| {
-        if let gst::MessageView::StreamStatus(s) = msg.view()
-            && s.get().0 == gst::StreamStatusType::Enter
-        {
-            set_thread_nice(nice);
+        if let gst::MessageView::StreamStatus(s) = msg.view() {
+            match s.get().0 {
+                gst::StreamStatusType::Enter => thread_nice::raise(nice),
+                gst::StreamStatusType::Leave => thread_nice::restore(),
+                _ => {}
+            }
         }
         gst::BusSyncReply::Pass
     });
 }
 
 #[cfg(target_os = "linux")]
-fn set_thread_nice(nice: i32) {
-    // SAFETY: gettid and setpriority take plain integers; on Linux PRIO_PROCESS with a
-    // thread id changes that thread only. Raising niceness needs no privilege.
-    let res = unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
-        libc::setpriority(libc::PRIO_PROCESS, tid, (now + nice).min(19))
-    };
-    if res != 0 {
-        log::debug!("setpriority on a streaming thread failed: {}", std::io::Error::last_os_error());
+mod thread_nice {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// The thread's niceness before [`raise`], until [`restore`].
+        static BEFORE: Cell<Option<i32>> = const { Cell::new(None) };
+    }
+
+    fn tid() -> libc::id_t {
+        // SAFETY: gettid takes no arguments and cannot fail.
+        unsafe { libc::syscall(libc::SYS_gettid) as libc::id_t }
+    }
+
+    fn set(value: i32) -> std::io::Result<()> {
+        // SAFETY: plain integers; on Linux PRIO_PROCESS with a thread id changes that thread.
+        match unsafe { libc::setpriority(libc::PRIO_PROCESS, tid(), value) } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    }
+
+    pub(super) fn raise(nice: i32) {
+        // SAFETY: as above; -1 is also a valid niceness, so errno is not checked (the
+        // thread's own niceness can always be read).
+        let now = unsafe { libc::getpriority(libc::PRIO_PROCESS, tid()) };
+        let before = BEFORE.get().unwrap_or(now);
+        match set((before + nice).min(19)) {
+            Ok(()) => BEFORE.set(Some(before)),
+            Err(e) => log::debug!("raising a streaming thread's niceness by {nice}: {e}"),
+        }
+    }
+
+    pub(super) fn restore() {
+        if let Some(before) = BEFORE.take()
+            && let Err(e) = set(before)
+        {
+            log::info!("a pooled streaming thread keeps its raised niceness (restoring {before}: {e})");
+        }
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn set_thread_nice(_nice: i32) {}
+mod thread_nice {
+    pub(super) fn raise(_nice: i32) {}
+    pub(super) fn restore() {}
+}
 
 /// Sets the pipeline to NULL however the stream ends (an error, a stop, a panic upstream).
 struct NullOnDrop(gst::Pipeline);
@@ -332,6 +396,7 @@ impl Drop for NullOnDrop {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn link_decoder(
     pipeline: &gst::Pipeline,
     pad: &gst::Pad,
@@ -339,12 +404,13 @@ fn link_decoder(
     codec: &str,
     threads: u32,
     id: usize,
+    note: &str,
     tx: &std::sync::mpsc::Sender<StreamEvent>,
 ) -> std::result::Result<(), String> {
     let sink_pad = entry.static_pad("sink").ok_or("queue has no sink pad")?;
     if codec == "video/x-raw" {
-        let _ =
-            tx.send(StreamEvent::Decoder { stream: id, codec: codec.into(), decoder: "raw".into(), skipped: vec![] });
+        let decoder = format!("raw{note}");
+        let _ = tx.send(StreamEvent::Decoder { stream: id, codec: codec.into(), decoder, skipped: vec![] });
         return pad.link(&sink_pad).map(|_| ()).map_err(|e| format!("linking raw video: {e:?}"));
     }
     let choice = select_decoder(codec, threads).map_err(|e| e.to_string())?;
@@ -359,7 +425,7 @@ fn link_decoder(
     let _ = tx.send(StreamEvent::Decoder {
         stream: id,
         codec: codec.into(),
-        decoder: choice.description.clone(),
+        decoder: format!("{}{note}", choice.description),
         skipped: choice.skipped,
     });
     Ok(())

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::camera::ModeRequest;
 use crate::error::{Error, Result};
 
 /// What a URI names.
@@ -21,10 +22,13 @@ pub enum SourceKind {
         /// The full `rtsp://` URL.
         url: String,
     },
-    /// A V4L2 camera (live).
+    /// A V4L2 camera (live); `?width=&height=&fps=&format=` ask for a mode, the rest is
+    /// chosen from what the driver lists ([`crate::camera::choose_mode`]).
     V4l2 {
         /// The device node.
         device: PathBuf,
+        /// What the URI asks of the camera.
+        mode: ModeRequest,
     },
     /// A Jetson CSI camera through `nvarguscamerasrc` (live).
     Csi {
@@ -73,7 +77,7 @@ impl SourceUri {
 }
 
 const FORMS: &str = "use file://PATH, rtsp://HOST/PATH, v4l2:///dev/videoN, csi://N or test://1080p30 \
-                     (also test://WxH@FPS, ?frames=N, ?live=0)";
+                     (also test://WxH@FPS, ?frames=N, ?live=0; v4l2://...?width=W&height=H&fps=F&format=YUYV)";
 
 fn bad(uri: &str, message: impl Into<String>) -> Error {
     Error::Uri { uri: uri.to_string(), message: message.into() }
@@ -153,7 +157,27 @@ pub fn parse(uri: &str) -> Result<SourceUri> {
         }
         "v4l2" => {
             let dev = if body.is_empty() { "/dev/video0" } else { body };
-            SourceKind::V4l2 { device: PathBuf::from(dev) }
+            let mut mode = ModeRequest::default();
+            let num = |k: &str, v: &str| match v.parse::<u32>() {
+                Ok(n) if n > 0 && n <= 16384 => Ok(n),
+                _ => Err(bad(uri, format!("{k}=`{v}` is not a positive number"))),
+            };
+            for (k, v) in q {
+                match k {
+                    "width" => mode.width = Some(num(k, v)?),
+                    "height" => mode.height = Some(num(k, v)?),
+                    "fps" => mode.fps = Some(num(k, v)?),
+                    "format" if v.len() == 4 && v.is_ascii() => mode.format = Some(v.to_ascii_uppercase()),
+                    "format" => return Err(bad(uri, format!("format=`{v}` is not a V4L2 four-character code"))),
+                    _ => {
+                        return Err(bad(
+                            uri,
+                            format!("unknown option `{k}` (v4l2:// takes ?width=W&height=H&fps=F&format=FOURCC)"),
+                        ));
+                    }
+                }
+            }
+            SourceKind::V4l2 { device: PathBuf::from(dev), mode }
         }
         "csi" => {
             let sensor = if body.is_empty() {
@@ -208,7 +232,17 @@ mod tests {
         let r = parse("rtsp://cam.local:8554/live?x=1").unwrap();
         assert_eq!(r.kind, SourceKind::Rtsp { url: "rtsp://cam.local:8554/live?x=1".into() });
         assert!(r.is_live() && r.reconnects());
-        assert_eq!(parse("v4l2:///dev/video2").unwrap().kind, SourceKind::V4l2 { device: "/dev/video2".into() });
+        assert_eq!(
+            parse("v4l2:///dev/video2").unwrap().kind,
+            SourceKind::V4l2 { device: "/dev/video2".into(), mode: ModeRequest::default() }
+        );
+        assert_eq!(
+            parse("v4l2:///dev/video1?width=1280&height=720&fps=30&format=mjpg").unwrap().kind,
+            SourceKind::V4l2 {
+                device: "/dev/video1".into(),
+                mode: ModeRequest { width: Some(1280), height: Some(720), fps: Some(30), format: Some("MJPG".into()) }
+            }
+        );
         assert_eq!(parse("csi://1").unwrap().kind, SourceKind::Csi { sensor: 1 });
     }
 
@@ -223,6 +257,10 @@ mod tests {
             "csi://a",
             "rtsp://",
             "file://a?b=1",
+            "v4l2:///dev/video0?width=0",
+            "v4l2:///dev/video0?fps=x",
+            "v4l2:///dev/video0?format=YUYV2",
+            "v4l2:///dev/video0?gain=3",
         ] {
             let e = parse(u).unwrap_err().to_string();
             assert!(e.contains(u), "{e}");
