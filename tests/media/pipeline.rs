@@ -214,6 +214,39 @@ fn batch_timeout_keeps_a_slow_stream_from_stalling_others() {
     assert_eq!((st[0].dropped, st[1].dropped), (0, 0));
 }
 
+/// Letterboxing keeps the aspect ratio between black borders; stretching fills the input.
+#[test]
+fn letterbox_or_stretch() {
+    // A white 2:1 clip: letterboxed into 64x64 it has black bands above and below.
+    let clip = tmp("white.mp4");
+    encode_clip(&ClipSpec { pattern: "white".into(), ..ClipSpec::small(320, 160, 3) }, &clip).unwrap();
+    let uri = vec![format!("file://{}", clip.display())];
+    let (lb, _) = run_sources(&uri, SourceConfig::new(64, 64), MuxConfig::new(1, 30.0), Duration::from_secs(30));
+    let stretch_cfg = SourceConfig { stretch: true, ..SourceConfig::new(64, 64) };
+    let (st, _) = run_sources(&uri, stretch_cfg, MuxConfig::new(1, 30.0), Duration::from_secs(30));
+    assert_eq!((lb[0].len(), st[0].len()), (3, 3));
+    let (a, b) = (&lb[0][0], &st[0][0]);
+    assert_eq!((a.width, a.height, b.width, b.height), (64, 64, 64, 64));
+    assert_eq!((a.letterbox.x, a.letterbox.y, a.letterbox.w, a.letterbox.h), (0, 16, 64, 32));
+    assert_eq!((b.letterbox.x, b.letterbox.y, b.letterbox.w, b.letterbox.h), (0, 0, 64, 64));
+    let mean =
+        |f: &Frame, y: usize| f.rgb[y * 64 * 3..(y + 1) * 64 * 3].iter().map(|&v| v as f64).sum::<f64>() / (64.0 * 3.0);
+    for y in [0, 8, 14, 49, 63] {
+        assert!(mean(a, y) < 20.0, "letterboxed row {y} is not border: {}", mean(a, y));
+    }
+    for y in [0, 8, 14, 32, 49, 63] {
+        assert!(mean(b, y) > 200.0, "stretched row {y} is not picture: {}", mean(b, y));
+    }
+    assert!(mean(a, 32) > 200.0, "letterboxed picture in the middle");
+    // The model-input centre maps back to the source centre either way; a stretched
+    // input's corner is the source's corner.
+    for f in [a, b] {
+        let (x, y) = f.letterbox.point_to_source(0.5, 0.5);
+        assert!((x - 160.0).abs() < 1.0 && (y - 80.0).abs() < 1.0, "{x} {y}");
+    }
+    assert_eq!(b.letterbox.point_to_source(1.0, 1.0), (320.0, 160.0));
+}
+
 /// The nice value of each thread of this process, by thread id (Linux `/proc`).
 #[cfg(target_os = "linux")]
 fn thread_nices() -> Vec<(u64, String, i64)> {

@@ -80,6 +80,10 @@ pub struct Args {
     /// Software decoder threads per stream (0: decoder's choice).
     #[arg(long, default_value_t = 1)]
     decoder_threads: u32,
+    /// Stretch frames to the model size instead of letterboxing them (BlazeFace expects
+    /// letterboxed input; for models trained on stretched frames).
+    #[arg(long)]
+    stretch: bool,
     /// Niceness of the decoding threads (0-19) relative to inference: inference then runs as
     /// soon as a frame is there even when decoding fills every core (0: equal shares).
     #[arg(long, default_value_t = 5)]
@@ -297,6 +301,7 @@ pub fn run(args: &Args) -> Result<RunReport> {
     };
     src_cfg.decoder_threads = args.decoder_threads;
     src_cfg.streaming_nice = args.decoder_nice;
+    src_cfg.stretch = args.stretch;
     src_cfg.max_retries = args.retries;
     src_cfg.backoff = Duration::from_millis(args.backoff_ms);
     if let Some(d) = &args.snapshots {

@@ -54,6 +54,12 @@ impl Letterbox {
         }
     }
 
+    /// The whole model input, no borders: the source stretched to `dst` (`add-borders=false`).
+    /// Takes the same arguments as [`fit`](Letterbox::fit) so that either can be chosen.
+    pub fn stretch(src_w: u32, src_h: u32, _par: (u32, u32), dst_w: u32, dst_h: u32) -> Letterbox {
+        Letterbox { src_w, src_h, dst_w, dst_h, x: 0, y: 0, w: dst_w, h: dst_h }
+    }
+
     /// Maps a point in normalized model-input coordinates to source pixels.
     pub fn point_to_source(&self, x: f32, y: f32) -> (f32, f32) {
         let sx = (x * self.dst_w as f32 - self.x as f32) * self.src_w as f32 / self.w.max(1) as f32;

@@ -4,7 +4,7 @@
 //! filesrc|rtspsrc|v4l2src ! parsebin ─(pad-added: codec → chosen decoder bin)─┐
 //! videotestsrc|nvarguscamerasrc (raw) ────────────────────────────────────────┤
 //!   queue ! [tee ─ queue ! videoconvert ! RGB ! appsink name=full]            ◀┘
-//!         ! videoscale add-borders=true ! WxH, PAR 1/1 ! videoconvert ! RGB ! appsink name=sink
+//!         ! videoscale add-borders=true|false ! WxH, PAR 1/1 ! videoconvert ! RGB ! appsink name=sink
 //! ```
 //!
 //! Scaling happens in YUV before colour conversion (cheaper: PITFALLS.md), and videoscale's
@@ -61,6 +61,9 @@ pub struct SourceConfig {
     /// runs as soon as a frame is there, instead of queueing behind the decoders (frames
     /// then wait, and live ones are dropped). Linux only; elsewhere ignored.
     pub streaming_nice: i32,
+    /// Stretch the picture to the model size instead of letterboxing it (no borders; the
+    /// aspect ratio is lost, as models trained on stretched inputs expect).
+    pub stretch: bool,
 }
 
 impl SourceConfig {
@@ -76,6 +79,7 @@ impl SourceConfig {
             max_backoff: Duration::from_secs(8),
             stall_timeout: Duration::from_secs(10),
             streaming_nice: 0,
+            stretch: false,
         }
     }
 }
@@ -112,9 +116,9 @@ fn describe_pipeline(src: &SourceUri, cfg: &SourceConfig, sync: bool, camera: Op
     };
     let entry = if head.contains("parsebin") { " queue name=entry max-size-buffers=4" } else { "" };
     let scaled = format!(
-        "videoscale name=scale add-borders=true ! video/x-raw,width={},height={},pixel-aspect-ratio=1/1 \
+        "videoscale name=scale add-borders={} ! video/x-raw,width={},height={},pixel-aspect-ratio=1/1 \
          ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink sync={sync} max-buffers=4 drop=false",
-        cfg.width, cfg.height
+        !cfg.stretch, cfg.width, cfg.height
     );
     if cfg.keep_full {
         format!(
@@ -486,7 +490,8 @@ fn pull_loop(
         if letterbox.as_ref().is_none_or(|(c, _)| *c != in_caps) {
             let info = gst_video::VideoInfo::from_caps(&in_caps).map_err(|e| pipeline_err(src, e.to_string()))?;
             let par = info.par();
-            let lb = Letterbox::fit(
+            let fit = if cfg.stretch { Letterbox::stretch } else { Letterbox::fit };
+            let lb = fit(
                 info.width(),
                 info.height(),
                 (par.numer().max(1) as u32, par.denom().max(1) as u32),
