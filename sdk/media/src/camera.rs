@@ -88,9 +88,7 @@ pub struct ChosenMode {
 
 impl std::fmt::Display for ChosenMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let fps = self.fps.0 as f64 / self.fps.1.max(1) as f64;
-        write!(f, "{} {}x{} at {:.4} fps", self.fourcc, self.width, self.height, fps)?;
-        Ok(())
+        write!(f, "{} {}x{} at {:.4} fps", self.fourcc, self.width, self.height, rate(self.fps))
     }
 }
 

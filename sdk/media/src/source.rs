@@ -211,32 +211,32 @@ fn pipeline_err(src: &SourceUri, message: impl Into<String>) -> Error {
 /// Checks what can be checked before building: devices and camera elements. For a V4L2
 /// camera, asks the driver for its modes and returns the one chosen.
 fn check_available(src: &SourceUri, cfg: &SourceConfig) -> Result<Option<ChosenMode>> {
-    let unavailable = |reason: String| Err(Error::Unavailable { uri: src.uri.clone(), reason });
+    let unavailable = |reason: String| Error::Unavailable { uri: src.uri.clone(), reason };
     match &src.kind {
         SourceKind::V4l2 { device, .. } if !device.exists() => {
-            unavailable(format!("no device {} (no camera attached here)", device.display()))
+            Err(unavailable(format!("no device {} (no camera attached here)", device.display())))
         }
         SourceKind::V4l2 { device, mode } => {
-            let info = camera::probe(device).map_err(|reason| Error::Unavailable { uri: src.uri.clone(), reason })?;
+            let info = camera::probe(device).map_err(unavailable)?;
             if !info.capture {
-                return unavailable(format!(
+                return Err(unavailable(format!(
                     "{} ({}, driver {}) does not capture video (a metadata or output node; \
                      `facedetect --list-cameras` lists the capture nodes)",
                     device.display(),
                     info.card,
                     info.driver
-                ));
+                )));
             }
-            let chosen = camera::choose_mode(&info.modes, mode)
-                .map_err(|e| Error::Unavailable { uri: src.uri.clone(), reason: format!("{}: {e}", info.card) })?;
+            let chosen =
+                camera::choose_mode(&info.modes, mode).map_err(|e| unavailable(format!("{}: {e}", info.card)))?;
             log::info!("{}: {} ({}) mode {chosen}", src.uri, info.card, info.driver);
             Ok(Some(chosen))
         }
-        SourceKind::Csi { .. } if gst::ElementFactory::find("nvarguscamerasrc").is_none() => unavailable(format!(
+        SourceKind::Csi { .. } if gst::ElementFactory::find("nvarguscamerasrc").is_none() => Err(unavailable(format!(
             "element nvarguscamerasrc is not registered (Jetson only); the pipeline would be: {}",
             pipeline_description(src, cfg, false)
-        )),
-        SourceKind::File { path, .. } if !path.is_file() => unavailable(format!("no file {}", path.display())),
+        ))),
+        SourceKind::File { path, .. } if !path.is_file() => Err(unavailable(format!("no file {}", path.display()))),
         _ => Ok(None),
     }
 }
