@@ -121,7 +121,8 @@ impl Report {
             utt += k.utterances;
             det += k.detected;
             s += &format!(
-                "| {} | {:.2} | {} | {} | {:.1}% | {} | {} |\n",
+                // Shortest exact form: a threshold of 0.9995 must not print as 1.00.
+                "| {} | {} | {} | {} | {:.1}% | {} | {} |\n",
                 k.keyword,
                 k.threshold,
                 k.utterances,
@@ -336,5 +337,8 @@ mod tests {
         let md = r.markdown();
         assert!(md.contains("1 in 0.50 h = 2.0 per hour"), "{md}");
         assert!(md.contains("hey edge 1"), "{md}");
+        // Thresholds near 1 keep their digits.
+        r.keywords[0].threshold = 0.9995;
+        assert!(r.markdown().contains("| hey edge | 0.9995 |"), "{}", r.markdown());
     }
 }

@@ -114,6 +114,10 @@ enum Cmd {
         /// One line per file on stderr.
         #[arg(long)]
         verbose: bool,
+        /// Every head at this threshold instead of its own in the heads file (to trace the
+        /// false-reject / false-accept trade-off).
+        #[arg(long)]
+        threshold: Option<f32>,
     },
 }
 
@@ -209,8 +213,17 @@ fn main() -> Result<()> {
             "on-device training is not built yet; train `{keyword}` on a host with \
              models/kws/train.py (add it to KEYWORDS there) and copy models/kws/ to the device"
         ),
-        Cmd::Eval { dir, models, late_ms, json, verbose } => {
+        Cmd::Eval { dir, models, late_ms, json, verbose, threshold } => {
             let mut det = models.detector()?;
+            if let Some(t) = threshold {
+                if !(0.0..=1.0).contains(&t) {
+                    anyhow::bail!("--threshold {t}: a score threshold is between 0 and 1");
+                }
+                let keywords: Vec<String> = det.keywords().iter().map(|s| s.to_string()).collect();
+                for k in &keywords {
+                    det.set_threshold(k, t);
+                }
+            }
             let report = voice_actions::eval::evaluate(&mut det, &dir, late_ms, |file, found| {
                 if verbose {
                     let k: Vec<String> = found.iter().map(|d| format!("{}@{}", d.keyword, d.t_ms)).collect();
