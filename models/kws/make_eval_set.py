@@ -31,7 +31,7 @@ import wave
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train import (ACCENTS_HELD, KEYWORDS, SR, VARIANTS_HELD, music, noise, reverb,  # noqa: E402
+from train import (ACCENTS_HELD, KEYWORDS, SR, VARIANTS_HELD, gap, music, noise, reverb,  # noqa: E402
                    synth, voices)
 
 CARRIERS = ["okay", "please", "alright then", "hmm", "so", "now", "excuse me", "you know what"]
@@ -104,10 +104,6 @@ def write_wav(path, x):
         w.setsampwidth(2)
         w.setframerate(SR)
         w.writeframes((x * 32767).astype(np.int16).tobytes())
-
-
-def gap(rng, lo, hi):
-    return np.zeros(int(rng.uniform(lo, hi) * SR), np.float32)
 
 
 def positive_file(rng, vlist, tmp, todo, seconds):

@@ -43,6 +43,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+import split_embedding  # models/kws/, next to this script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 SR = 16000
@@ -333,18 +335,10 @@ def _sessions():
 
 def stream_embeddings(x):
     """The embedding of every 80 ms step of `x`, as the app's streaming detector computes
-    them (split front end and body, the log-mel history starting as silence). [steps, 96]"""
+    them: split_embedding.py's streaming loop (front end and body, the log-mel history
+    starting as silence). [steps, 96]"""
     front, body = _sessions()
-    tail = np.zeros(240, np.float32)
-    silence = front.run(None, {"samples": np.zeros((1, 1520), np.float32)})[0][0, 0]
-    mel = np.tile(silence, (76, 1)).astype(np.float32)
-    out = np.empty((len(x) // HOP, 96), np.float32)
-    for k in range(len(x) // HOP):
-        chunk = np.concatenate([tail, x[k * HOP:(k + 1) * HOP]])
-        tail = chunk[-240:]
-        mel = np.concatenate([mel[8:], front.run(None, {"samples": chunk[None]})[0][0]])
-        out[k] = body.run(None, {"log_mel": mel[None]})[0].reshape(96)
-    return out
+    return split_embedding.stream(front, body, x).reshape(-1, 96)
 
 
 def make_stream(job):
