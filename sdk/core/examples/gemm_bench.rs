@@ -7,6 +7,7 @@ use std::time::Instant;
 use edgert_core::cpu::gemm::{self, AMatrix, BMatrix};
 use edgert_core::cpu::{Epilogue, Isa, ThreadPool};
 
+/// With `EDGERT_BENCH_EPILOGUE=1` each GEMM has a bias + residual + Relu epilogue.
 /// With `EDGERT_BENCH_COLD=1`, 32 MiB are written before each timed run, so the operands
 /// come from memory (as a layer's do inside a model) rather than from a hot cache.
 fn median_secs(mut f: impl FnMut()) -> f64 {
@@ -46,6 +47,8 @@ fn main() {
         ]
     };
     let threads = args.get(3).copied().unwrap_or(1);
+    // `EDGERT_BENCH_EPILOGUE=1`: bias + residual + Relu, as a ResNet block's last conv.
+    let with_epilogue = std::env::var("EDGERT_BENCH_EPILOGUE").is_ok_and(|v| v == "1");
     let pool = (threads > 1).then(|| ThreadPool::new(threads).expect("thread pool"));
     for isa in Isa::all_supported() {
         for &(m, n, k) in &shapes {
@@ -55,7 +58,20 @@ fn main() {
             let mut bp = vec![0f32; gemm::packed_b_len(k, n, nr)];
             gemm::pack_b(&b, n, k, n, nr, &mut bp, None);
             let mut c = vec![0f32; m * n];
-            let ep = Epilogue::default();
+            let bias: Vec<f32> = (0..m).map(|i| (i % 5) as f32 * 0.1 - 0.2).collect();
+            let residual: Vec<f32> = (0..m * n).map(|i| ((i * 3 % 7) as f32 - 3.0) * 0.1).collect();
+            let ep = if with_epilogue {
+                Epilogue {
+                    bias: Some(&bias),
+                    residual: Some(&residual),
+                    ld_residual: n,
+                    residual_rows: m,
+                    activation: edgert_core::cpu::epilogue::Activation::Relu,
+                    ..Default::default()
+                }
+            } else {
+                Epilogue::default()
+            };
             let packed = median_secs(|| {
                 gemm::gemm(isa, pool.as_ref(), m, n, k, AMatrix::F32(&a), k, BMatrix::Packed(&bp), &mut c, n, &ep)
             });
