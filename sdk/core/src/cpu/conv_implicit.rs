@@ -1,8 +1,8 @@
-//! Stride-1 dense convolutions as an implicit GEMM over a zero-bordered copy of the input
-//! (x86-64 AVX2 and AVX-512): no im2col matrix.
+//! Dense convolutions of stride 1 or 2 as an implicit GEMM over a zero-bordered copy of
+//! the input (x86-64 AVX2 and AVX-512): no im2col matrix.
 //!
-//! Each input plane is copied once into a border of zeros `wp = ow + (kw-1)*dx` columns
-//! wide and `hp = oh + (kh-1)*dy` rows high. Over that padded plane, a stride-1 window's
+//! Stride 1: each input plane is copied once into a border of zeros `wp = ow + (kw-1)*dx`
+//! columns wide and `hp = oh + (kh-1)*dy` rows high. Over that padded plane, a window's
 //! tap `(ky, kx)` for the output at grid position `j = oy*wp + ox` is element
 //! `j + ky*dy*wp + kx*dx`: one constant offset per tap. So row `ci*taps + t` of the im2col
 //! matrix (the weights' own K order) is the padded plane of channel `ci` shifted by tap
@@ -11,6 +11,14 @@
 //! being junk that is computed and dropped (3% at 56x56 with a 3x3 kernel, 22% at 7x7).
 //! The im2col it replaces wrote and reread `kh*kw` copies of the input, a quarter of a
 //! 3x3 convolution's time on the GEMM path (ResNet-50's 64-channel 3x3 at 56x56).
+//!
+//! Stride 2: the padded plane is split into its four phases, plane `(py, px)` holding the
+//! padded rows `py, py+2, ...` and columns `px, px+2, ...` (`hp x wp` each, now
+//! `oh + (kh-1)*dy/2` by `ow + (kw-1)*dx/2`). Tap `(ky, kx)` of output `(oy, ox)` is element
+//! `(oy + ky*dy/2, ox + kx*dx/2)` of phase `(ky*dy % 2, kx*dx % 2)`: again one constant
+//! offset per tap from grid position `j = oy*wp + ox`, so the same micro-kernels run it,
+//! with no extra multiplications (a space-to-depth rewrite would multiply by the zero taps
+//! of its enlarged kernel).
 //!
 //! Work is split into tasks of up to [`gemm::MC`] output channels by a block of grid
 //! columns; a task multiplies its block into the grid buffer, then copies the valid columns
@@ -32,14 +40,14 @@ fn channels_per_block(taps: usize) -> usize {
     (gemm::KC / taps).max(1)
 }
 
-/// Whether [`conv_implicit`] runs `p` on `isa`: stride 1 in both directions, not 1x1 (the
-/// GEMM reads X in place there), not depthwise, at most [`MAX_TAPS`] taps, and at least
-/// two thirds of the grid's columns valid.
+/// Whether [`conv_implicit`] runs `p` on `isa`: stride 1 or 2 (the same in both
+/// directions), a kernel larger than 1x1 (the GEMM reads X in place for a 1x1), not
+/// depthwise, at most [`MAX_TAPS`] taps, and at least two thirds of the grid's columns valid.
 pub fn takes(p: &Conv2d, isa: Isa) -> bool {
     cfg!(target_arch = "x86_64") && matches!(isa, Isa::Avx2 | Isa::Avx512) && fits(p)
 }
 
-/// `EDGERT_CONV_IMPLICIT=0`: run stride-1 convolutions on im2col + GEMM instead, to compare
+/// `EDGERT_CONV_IMPLICIT=0`: run these convolutions on im2col + GEMM instead, to compare
 /// the two or to work around a fault. Read once (reading the environment allocates).
 pub fn opted_out() -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -48,8 +56,8 @@ pub fn opted_out() -> bool {
 
 /// The geometry half of [`takes`].
 fn fits(p: &Conv2d) -> bool {
-    p.stride == [1, 1]
-        && !p.is_pointwise()
+    (p.stride == [1, 1] || p.stride == [2, 2])
+        && p.kh * p.kw > 1
         && !p.is_depthwise()
         && p.kh * p.kw <= MAX_TAPS
         && p.oh > 0
@@ -57,17 +65,24 @@ fn fits(p: &Conv2d) -> bool {
         && 3 * p.ow >= 2 * grid(p).1
 }
 
-/// The padded plane's `(rows, cols)`: every row and column some window reaches.
+/// The padded plane's `(rows, cols)` (of each phase, at stride 2): every row and column
+/// some window reaches.
 fn grid(p: &Conv2d) -> (usize, usize) {
-    (p.oh + (p.kh - 1) * p.dilation[0], p.ow + (p.kw - 1) * p.dilation[1])
+    let s = p.stride[0];
+    (p.oh + (p.kh - 1) * p.dilation[0] / s, p.ow + (p.kw - 1) * p.dilation[1] / s)
 }
 
-/// Floats of one padded input (all of a group's channels) plus the slack the last panel's
-/// reads run into: `(kw-1)*dx` past the last window and up to one panel past the last
-/// grid column.
+/// Phase planes per input channel: 1 at stride 1, 4 at stride 2.
+fn phases(p: &Conv2d) -> usize {
+    p.stride[0] * p.stride[1]
+}
+
+/// Floats of one padded input (all of a group's channels and phases) plus the slack the
+/// last panel's reads run into: the widest tap's column offset past the last window and up
+/// to one panel past the last grid column.
 fn padded_len(p: &Conv2d) -> usize {
     let (hp, wp) = grid(p);
-    (p.c / p.group) * hp * wp + (p.kw - 1) * p.dilation[1] + gemm::NR_MAX
+    (p.c / p.group) * phases(p) * hp * wp + (p.kw - 1) * p.dilation[1] / p.stride[1] + gemm::NR_MAX
 }
 
 /// Grid columns rounded up to whole panels of any kernel, and rows to whole tiles.
@@ -84,7 +99,7 @@ pub fn scratch_floats(p: &Conv2d) -> usize {
 
 #[cfg(target_arch = "x86_64")]
 /// Where each tap's input starts relative to its window's output position in the padded
-/// plane, and the plane's size: row `ci * count + t` of B is `plane * ci + offset[t]`.
+/// planes of a channel, and their size: row `ci * count + t` of B is `plane * ci + offset[t]`.
 #[derive(Clone, Copy, Debug)]
 pub struct Taps {
     offset: [usize; MAX_TAPS],
@@ -96,13 +111,16 @@ pub struct Taps {
 impl Taps {
     fn of(p: &Conv2d) -> Taps {
         let (hp, wp) = grid(p);
+        let [sy, sx] = p.stride;
         let mut offset = [0; MAX_TAPS];
         for ky in 0..p.kh {
             for kx in 0..p.kw {
-                offset[ky * p.kw + kx] = ky * p.dilation[0] * wp + kx * p.dilation[1];
+                let (ty, tx) = (ky * p.dilation[0], kx * p.dilation[1]);
+                let phase = (ty % sy) * sx + tx % sx;
+                offset[ky * p.kw + kx] = phase * hp * wp + (ty / sy) * wp + tx / sx;
             }
         }
-        Taps { offset, count: p.kh * p.kw, plane: hp * wp }
+        Taps { offset, count: p.kh * p.kw, plane: phases(p) * hp * wp }
     }
 }
 
@@ -235,11 +253,13 @@ pub fn conv_implicit(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogu
 }
 
 #[cfg(target_arch = "x86_64")]
-/// Copies the `cg` planes of `x` into `dst` with their zero border (`hp x wp` each), and
-/// zeroes the slack after the last one; one task per block of planes.
+/// Copies the `cg` planes of `x` into `dst` with their zero border (`hp x wp` each; at
+/// stride 2 as four phase planes each), and zeroes the slack after the last one; one task
+/// per block of planes.
 fn fill_padded(exec: &Exec, p: &Conv2d, x: &[f32], hp: usize, wp: usize, dst: &mut [f32]) {
     let cg = p.c / p.group;
-    let plane = hp * wp;
+    let [sy, sx] = p.stride;
+    let plane = phases(p) * hp * wp;
     let (planes, slack) = dst.split_at_mut(cg * plane);
     slack.fill(0.0);
     const PLANES_PER_TASK: usize = 8;
@@ -250,17 +270,29 @@ fn fill_padded(exec: &Exec, p: &Conv2d, x: &[f32], hp: usize, wp: usize, dst: &m
         let out = unsafe { std::slice::from_raw_parts_mut(d_ptr.get().add(cs.start * plane), cs.len() * plane) };
         for (ci, dp) in cs.zip(out.chunks_exact_mut(plane)) {
             let src = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
-            for (py, row) in dp.chunks_exact_mut(wp).enumerate() {
-                let iy = py.wrapping_sub(p.pad[0]);
-                if iy >= p.h {
-                    row.fill(0.0);
-                    continue;
+            for (phase, dq) in dp.chunks_exact_mut(hp * wp).enumerate() {
+                let (py, px) = (phase / sx, phase % sx);
+                // Columns j of a row hold padded column j*sx + px, i.e. input column
+                // j*sx + px - pad: those from `left` to `left + n` lie in the input.
+                let left = p.pad[1].saturating_sub(px).div_ceil(sx).min(wp);
+                let ix0 = (left * sx + px).saturating_sub(p.pad[1]);
+                let n = p.w.saturating_sub(ix0).div_ceil(sx).min(wp - left);
+                for (qy, row) in dq.chunks_exact_mut(wp).enumerate() {
+                    let iy = (qy * sy + py).wrapping_sub(p.pad[0]);
+                    if iy >= p.h || n == 0 {
+                        row.fill(0.0);
+                        continue;
+                    }
+                    let src_row = &src[iy * p.w..(iy + 1) * p.w];
+                    row[..left].fill(0.0);
+                    let dst = &mut row[left..left + n];
+                    if sx == 1 {
+                        dst.copy_from_slice(&src_row[ix0..ix0 + n]);
+                    } else {
+                        super::conv::copy_even(exec.isa, &src_row[ix0..], dst);
+                    }
+                    row[left + n..].fill(0.0);
                 }
-                let left = p.pad[1].min(wp);
-                let n = p.w.min(wp - left);
-                row[..left].fill(0.0);
-                row[left..left + n].copy_from_slice(&src[iy * p.w..iy * p.w + n]);
-                row[left + n..].fill(0.0);
             }
         }
     };
@@ -442,12 +474,35 @@ mod tests {
             assert!(!takes(&p, Isa::Portable));
             assert!(scratch_floats(&p) >= c * (hw + 2) * (hw + 2) + c * hw * (hw + 2));
         }
-        assert!(!takes(&conv(64, 56, 64, 3, 2, 1, 1), Isa::Avx512), "stride 2");
+        // Stride 2 too: ResNet's strided 3x3s and its 7x7 stem (its phase planes are 115
+        // columns wide for 112 outputs).
+        for p in [conv(128, 56, 128, 3, 2, 1, 1), conv(512, 14, 512, 3, 2, 1, 1), conv(3, 224, 64, 7, 2, 3, 1)] {
+            assert_eq!(takes(&p, Isa::Avx512), cfg!(target_arch = "x86_64"), "{p:?}");
+            assert!(scratch_floats(&p) >= p.c * 4 * (p.oh + p.kh / 2) * (p.ow + p.kw / 2) + p.m * p.oh * (p.ow + p.kw / 2));
+        }
+        assert!(!takes(&conv(64, 56, 64, 3, 3, 1, 1), Isa::Avx512), "stride 3");
         assert!(!takes(&conv(64, 56, 64, 1, 1, 0, 1), Isa::Avx512), "1x1");
+        assert!(!takes(&conv(64, 56, 64, 1, 2, 0, 1), Isa::Avx512), "1x1 stride 2");
         assert!(!takes(&conv(64, 56, 64, 3, 1, 1, 64), Isa::Avx512), "depthwise");
         assert!(!takes(&conv(16, 3, 16, 3, 1, 1, 1), Isa::Avx512), "3 valid columns of 5");
         assert!(!takes(&conv(16, 20, 16, 9, 1, 4, 1), Isa::Avx512), "81 taps");
-        assert_eq!(scratch_floats(&conv(64, 56, 64, 3, 2, 1, 1)), 0);
+        assert_eq!(scratch_floats(&conv(64, 56, 64, 3, 3, 1, 1)), 0);
+    }
+
+    /// Tap offsets over the padded plane at stride 2: tap `(ky, kx)` reads phase
+    /// `(ky % 2, kx % 2)` at row `ky / 2`, column `kx / 2`.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn stride_two_taps_read_their_phase_plane() {
+        let p = conv(4, 9, 4, 3, 2, 1, 1);
+        assert_eq!((p.oh, p.ow), (5, 5));
+        let t = Taps::of(&p);
+        let (hp, wp) = (6, 6);
+        assert_eq!(grid(&p), (hp, wp));
+        let ph = hp * wp;
+        assert_eq!(t.plane, 4 * ph);
+        let want = [0, ph, 1, 2 * ph, 3 * ph, 2 * ph + 1, wp, ph + wp, wp + 1];
+        assert_eq!(&t.offset[..9], &want);
     }
 
     /// Tap offsets over the padded plane: `ky*dy*wp + kx*dx`.

@@ -463,6 +463,17 @@ mod tests {
             (1, 8, 7, 7, 9, 1, 3, 3, 1, 1, [0, 0, 0, 0]),
             (2, 7, 6, 9, 17, 1, 2, 4, 1, 1, [1, 2, 0, 1]),
             (1, 33, 7, 7, 40, 1, 3, 3, 1, 1, [1, 1, 1, 1]),
+            // Stride 2 on the same path, over four phase planes: ResNet's 3x3 (even input,
+            // 28 -> 14) and 7x7 stem (3 channels) at odd sizes, batch 2, dilation 3 (taps
+            // alternate phases), asymmetric pads, groups, and a 2x5 kernel.
+            (2, 20, 28, 28, 24, 1, 3, 3, 2, 1, [1, 1, 1, 1]),
+            (1, 3, 37, 41, 16, 1, 7, 7, 2, 1, [3, 3, 3, 3]),
+            (2, 9, 23, 26, 20, 1, 3, 3, 2, 3, [2, 1, 3, 2]),
+            (1, 8, 15, 17, 12, 2, 3, 3, 2, 1, [0, 1, 1, 0]),
+            (1, 6, 13, 21, 10, 1, 2, 5, 2, 1, [1, 2, 0, 2]),
+            // Few input channels and many outputs: the implicit GEMM's grid buffer is larger
+            // than the im2col matrix the scratch was once sized for (BlazeFace-full's stem).
+            (1, 2, 12, 12, 40, 1, 3, 3, 2, 1, [1, 1, 1, 1]),
             // 1x1 over small planes with the GEMM's roles swapped (cpu::conv_1x1_swapped,
             // AVX2 and AVX-512): 7x7 (the 7-row AVX-512 tile) with channels that are no
             // multiple of 8 or 32, batch 2 at 14x14, stride 2 from 14x14 and from an odd 9x13
