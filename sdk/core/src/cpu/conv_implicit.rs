@@ -85,16 +85,10 @@ fn padded_len(p: &Conv2d) -> usize {
     (p.c / p.group) * phases(p) * hp * wp + (p.kw - 1) * p.dilation[1] / p.stride[1] + gemm::NR_MAX
 }
 
-/// Grid columns rounded up to whole panels of any kernel, and rows to whole tiles.
-fn grid_buffer_len(p: &Conv2d) -> usize {
-    let ng = p.oh * grid(p).1;
-    (p.m / p.group + gemm::MR_MAX) * (ng + gemm::NR_MAX)
-}
-
-/// Scratch floats [`conv_implicit`] needs (one group's padded input and its grid output)
-/// where its geometry fits, whatever the ISA; else 0.
+/// Scratch floats [`conv_implicit`] needs (one group's padded input; each task's block
+/// of the grid output lives on its stack) where its geometry fits, whatever the ISA; else 0.
 pub fn scratch_floats(p: &Conv2d) -> usize {
-    if fits(p) { padded_len(p) + grid_buffer_len(p) } else { 0 }
+    if fits(p) { padded_len(p) } else { 0 }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -160,9 +154,7 @@ pub fn conv_implicit(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogu
     let taps = Taps::of(p);
     let ng = p.oh * wp;
     let panels = ng.div_ceil(nr);
-    let ldg = panels * nr;
-    let (padded, rest) = scratch.split_at_mut(padded_len(p));
-    let grid_buf = &mut rest[..mg.next_multiple_of(mr) * ldg];
+    let padded = &mut scratch[..padded_len(p)];
     // Row blocks of whole tiles, so that no task's last tile runs into the next block.
     let rb = gemm::MC / mr * mr;
     let row_blocks = mg.div_ceil(rb);
@@ -177,15 +169,20 @@ pub fn conv_implicit(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogu
             let a = &w[row0 * k..(row0 + mg) * k];
             let sub = ep.for_group(ni, row0, mg, np);
             let y_img = SyncPtr(y[(ni * p.m + row0) * np..][..mg * np].as_mut_ptr());
-            let g_ptr = SyncPtr(grid_buf.as_mut_ptr());
             let task = |t: usize| {
                 let (bi, bj) = (t / col_blocks, t % col_blocks);
                 let rows = bi * rb..mg.min((bi + 1) * rb);
                 let (p0, p1) = (bj * panels / col_blocks, (bj + 1) * panels / col_blocks);
-                // SAFETY: task (bi, bj) alone writes rows `rows` (rounded up to whole tiles:
-                // past `mg` only in the last row block, into the buffer's padding rows) x
-                // panels p0..p1 of the grid buffer, and the matching rectangle of Y.
-                let gb = unsafe { std::slice::from_raw_parts_mut(g_ptr.get(), mg.next_multiple_of(mr) * ldg) };
+                // The task's block of the grid output, row stride `ldt`: on the stack (64
+                // KiB), so it stays in L2 between the multiply and the copy to Y. A buffer
+                // for the whole grid (3.3 MB for ResNet's stem) went through memory, and
+                // two threads shared its bandwidth. Rows past `rows.end` (at most a tile's
+                // worth, rb being whole tiles) take the junk of the last partial tile.
+                // Left uninitialized: the kernels write every value before it is read.
+                let mut tile_buf = std::mem::MaybeUninit::<[f32; gemm::MC * gemm::NC]>::uninit();
+                let ldt = (p1 - p0) * nr;
+                debug_assert!(ldt <= gemm::NC && rb <= gemm::MC);
+                let gb = tile_buf.as_mut_ptr() as *mut f32;
                 let mut c0 = 0;
                 while c0 < cg {
                     let channels = kcc.min(cg - c0);
@@ -202,18 +199,18 @@ pub fn conv_implicit(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogu
                                 // buffer's padding rows, never copied out.
                                 *r = a[(r0 + i.min(h - 1)) * k + kofs..].as_ptr();
                             }
-                            // SAFETY: the tile lies in the grid buffer (rows rounded up to
-                            // mr, columns to panels); B reads stay inside `padded`, whose
-                            // slack covers the last panel and the widest tap; A rows hold
-                            // `channels * taps` values from `kofs`.
+                            // SAFETY: the tile lies in the task's buffer (at most `rb` rows,
+                            // whole tiles, by `ldt` columns, whole panels); B reads stay
+                            // inside `padded`, whose slack covers the last panel and the
+                            // widest tap; A rows hold `channels * taps` values from `kofs`.
                             unsafe {
                                 kern(
                                     channels,
                                     &taps,
                                     rp.as_ptr(),
                                     b_block.as_ptr().add(j0),
-                                    gb.as_mut_ptr().add(r0 * ldg + j0),
-                                    ldg,
+                                    gb.add((r0 - rows.start) * ldt + j0 - p0 * nr),
+                                    ldt,
                                     c0 > 0,
                                 )
                             };
@@ -229,8 +226,12 @@ pub fn conv_implicit(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogu
                 let (o0, o1) = (to_y(j0), to_y(j1));
                 // SAFETY: this task alone writes Y's rows `rows`, columns o0..o1.
                 let yg = unsafe { std::slice::from_raw_parts_mut(y_img.get(), mg * np) };
+                // SAFETY: every tile of the task's rows and panels was written above.
+                let tile = unsafe { std::slice::from_raw_parts(gb, rows.len() * ldt) };
                 for r in rows.clone() {
-                    let (src, dst) = (&gb[r * ldg..], &mut yg[r * np..(r + 1) * np]);
+                    // Grid column j is column j - j0 of the task's buffer.
+                    let src = &tile[(r - rows.start) * ldt..(r - rows.start + 1) * ldt];
+                    let dst = &mut yg[r * np..(r + 1) * np];
                     let mut j = j0;
                     while j < j1 {
                         let (oy, ox) = (j / wp, j % wp);
@@ -238,7 +239,7 @@ pub fn conv_implicit(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogu
                         let valid_end = (oy * wp + p.ow).min(row_end);
                         if j < valid_end {
                             let o = oy * p.ow + ox;
-                            super::conv::copy_short(&mut dst[o..o + valid_end - j], &src[j..valid_end]);
+                            super::conv::copy_short(&mut dst[o..o + valid_end - j], &src[j - j0..valid_end - j0]);
                         }
                         j = row_end;
                     }
@@ -254,49 +255,49 @@ pub fn conv_implicit(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogu
 
 #[cfg(target_arch = "x86_64")]
 /// Copies the `cg` planes of `x` into `dst` with their zero border (`hp x wp` each; at
-/// stride 2 as four phase planes each), and zeroes the slack after the last one; one task
-/// per block of planes.
+/// stride 2 as four phase planes each), and zeroes the slack after the last one. One task
+/// per block of up to 8 (phase) planes, smaller blocks where there are few planes, so an
+/// RGB stem's 12 phase planes are shared by the threads too.
 fn fill_padded(exec: &Exec, p: &Conv2d, x: &[f32], hp: usize, wp: usize, dst: &mut [f32]) {
     let cg = p.c / p.group;
     let [sy, sx] = p.stride;
-    let plane = phases(p) * hp * wp;
-    let (planes, slack) = dst.split_at_mut(cg * plane);
+    let (q, count) = (hp * wp, cg * phases(p));
+    let (planes, slack) = dst.split_at_mut(count * q);
     slack.fill(0.0);
-    const PLANES_PER_TASK: usize = 8;
+    let per_task = count.div_ceil(2 * exec.threads()).clamp(1, 8);
     let d_ptr = SyncPtr(planes.as_mut_ptr());
     let task = |t: usize| {
-        let cs = t * PLANES_PER_TASK..cg.min((t + 1) * PLANES_PER_TASK);
-        // SAFETY: task t alone writes planes `cs`.
-        let out = unsafe { std::slice::from_raw_parts_mut(d_ptr.get().add(cs.start * plane), cs.len() * plane) };
-        for (ci, dp) in cs.zip(out.chunks_exact_mut(plane)) {
+        let qs = t * per_task..count.min((t + 1) * per_task);
+        // SAFETY: task t alone writes phase planes `qs`.
+        let out = unsafe { std::slice::from_raw_parts_mut(d_ptr.get().add(qs.start * q), qs.len() * q) };
+        for (qi, dq) in qs.zip(out.chunks_exact_mut(q)) {
+            let (ci, phase) = (qi / phases(p), qi % phases(p));
             let src = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
-            for (phase, dq) in dp.chunks_exact_mut(hp * wp).enumerate() {
-                let (py, px) = (phase / sx, phase % sx);
-                // Columns j of a row hold padded column j*sx + px, i.e. input column
-                // j*sx + px - pad: those from `left` to `left + n` lie in the input.
-                let left = p.pad[1].saturating_sub(px).div_ceil(sx).min(wp);
-                let ix0 = (left * sx + px).saturating_sub(p.pad[1]);
-                let n = p.w.saturating_sub(ix0).div_ceil(sx).min(wp - left);
-                for (qy, row) in dq.chunks_exact_mut(wp).enumerate() {
-                    let iy = (qy * sy + py).wrapping_sub(p.pad[0]);
-                    if iy >= p.h || n == 0 {
-                        row.fill(0.0);
-                        continue;
-                    }
-                    let src_row = &src[iy * p.w..(iy + 1) * p.w];
-                    row[..left].fill(0.0);
-                    let dst = &mut row[left..left + n];
-                    if sx == 1 {
-                        dst.copy_from_slice(&src_row[ix0..ix0 + n]);
-                    } else {
-                        super::conv::copy_even(exec.isa, &src_row[ix0..], dst);
-                    }
-                    row[left + n..].fill(0.0);
+            let (py, px) = (phase / sx, phase % sx);
+            // Columns j of a row hold padded column j*sx + px, i.e. input column
+            // j*sx + px - pad: those from `left` to `left + n` lie in the input.
+            let left = p.pad[1].saturating_sub(px).div_ceil(sx).min(wp);
+            let ix0 = (left * sx + px).saturating_sub(p.pad[1]);
+            let n = p.w.saturating_sub(ix0).div_ceil(sx).min(wp - left);
+            for (qy, row) in dq.chunks_exact_mut(wp).enumerate() {
+                let iy = (qy * sy + py).wrapping_sub(p.pad[0]);
+                if iy >= p.h || n == 0 {
+                    row.fill(0.0);
+                    continue;
                 }
+                let src_row = &src[iy * p.w..(iy + 1) * p.w];
+                row[..left].fill(0.0);
+                let dst = &mut row[left..left + n];
+                if sx == 1 {
+                    dst.copy_from_slice(&src_row[ix0..ix0 + n]);
+                } else {
+                    super::conv::copy_even(exec.isa, &src_row[ix0..], dst);
+                }
+                row[left + n..].fill(0.0);
             }
         }
     };
-    crate::cpu::pool::run_tasks(exec.pool, cg.div_ceil(PLANES_PER_TASK), &task);
+    crate::cpu::pool::run_tasks(exec.pool, count.div_ceil(per_task), &task);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -472,13 +473,13 @@ mod tests {
             assert_eq!(takes(&p, Isa::Avx512), x86, "{c} channels at {hw}");
             assert_eq!(takes(&p, Isa::Avx2), x86, "{c} channels at {hw}");
             assert!(!takes(&p, Isa::Portable));
-            assert!(scratch_floats(&p) >= c * (hw + 2) * (hw + 2) + c * hw * (hw + 2));
+            assert!(scratch_floats(&p) >= c * (hw + 2) * (hw + 2));
         }
         // Stride 2 too: ResNet's strided 3x3s and its 7x7 stem (its phase planes are 115
         // columns wide for 112 outputs).
         for p in [conv(128, 56, 128, 3, 2, 1, 1), conv(512, 14, 512, 3, 2, 1, 1), conv(3, 224, 64, 7, 2, 3, 1)] {
             assert_eq!(takes(&p, Isa::Avx512), cfg!(target_arch = "x86_64"), "{p:?}");
-            assert!(scratch_floats(&p) >= p.c * 4 * (p.oh + p.kh / 2) * (p.ow + p.kw / 2) + p.m * p.oh * (p.ow + p.kw / 2));
+            assert!(scratch_floats(&p) >= p.c * 4 * (p.oh + p.kh / 2) * (p.ow + p.kw / 2));
         }
         assert!(!takes(&conv(64, 56, 64, 3, 3, 1, 1), Isa::Avx512), "stride 3");
         assert!(!takes(&conv(64, 56, 64, 1, 1, 0, 1), Isa::Avx512), "1x1");
