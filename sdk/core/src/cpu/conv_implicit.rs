@@ -21,8 +21,8 @@
 //! of its enlarged kernel).
 //!
 //! Work is split into tasks of up to [`gemm::MC`] output channels by a block of grid
-//! columns; a task multiplies its block into the grid buffer, then copies the valid columns
-//! to Y and applies the epilogue to them while they are still in cache.
+//! columns; a task multiplies its block into a buffer on its stack, then copies the valid
+//! columns to Y and applies the epilogue to them while they are still in cache.
 
 use super::conv::Conv2d;
 use super::gemm;
@@ -261,7 +261,8 @@ pub fn conv_implicit(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogu
 fn fill_padded(exec: &Exec, p: &Conv2d, x: &[f32], hp: usize, wp: usize, dst: &mut [f32]) {
     let cg = p.c / p.group;
     let [sy, sx] = p.stride;
-    let (q, count) = (hp * wp, cg * phases(p));
+    let (q, per_channel) = (hp * wp, phases(p));
+    let count = cg * per_channel;
     let (planes, slack) = dst.split_at_mut(count * q);
     slack.fill(0.0);
     let per_task = count.div_ceil(2 * exec.threads()).clamp(1, 8);
@@ -271,7 +272,7 @@ fn fill_padded(exec: &Exec, p: &Conv2d, x: &[f32], hp: usize, wp: usize, dst: &m
         // SAFETY: task t alone writes phase planes `qs`.
         let out = unsafe { std::slice::from_raw_parts_mut(d_ptr.get().add(qs.start * q), qs.len() * q) };
         for (qi, dq) in qs.zip(out.chunks_exact_mut(q)) {
-            let (ci, phase) = (qi / phases(p), qi % phases(p));
+            let (ci, phase) = (qi / per_channel, qi % per_channel);
             let src = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
             let (py, px) = (phase / sx, phase % sx);
             // Columns j of a row hold padded column j*sx + px, i.e. input column
