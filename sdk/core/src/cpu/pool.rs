@@ -287,7 +287,10 @@ mod tests {
                 pool.run(tasks, &|i| {
                     counts[i].fetch_add(1, Ordering::Relaxed);
                 });
-                assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1), "threads {threads} spin {spin:?} tasks {tasks}");
+                assert!(
+                    counts.iter().all(|c| c.load(Ordering::Relaxed) == 1),
+                    "threads {threads} spin {spin:?} tasks {tasks}"
+                );
             }
         }
     }
