@@ -297,6 +297,11 @@ fn pack_b(exec: &Exec, p: &Conv2d, kernel: I8Kernel, xs: &[u8], pad: i8, b: &mut
                         let (lo, hi) = (lo as usize, hi as usize);
                         seg[..lo].fill(pad);
                         seg[hi..].fill(pad);
+                        if hi == lo {
+                            // All padding: a run shorter than the left border reaches no
+                            // input (and `start` below would be negative).
+                            continue;
+                        }
                         let line = &plane[(iy * w) as usize..((iy + 1) * w) as usize];
                         let start = (x0 + lo as isize * sx) as usize;
                         if sx == 1 {

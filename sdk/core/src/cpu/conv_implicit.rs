@@ -54,8 +54,8 @@ pub fn opted_out() -> bool {
     *OFF.get_or_init(|| std::env::var("EDGERT_CONV_IMPLICIT").is_ok_and(|v| v.trim() == "0"))
 }
 
-/// The geometry half of [`takes`].
-fn fits(p: &Conv2d) -> bool {
+/// The geometry half of [`takes`] (shared with the INT8 implicit GEMM, `conv_i8_implicit`).
+pub(super) fn fits(p: &Conv2d) -> bool {
     (p.stride == [1, 1] || p.stride == [2, 2])
         && p.kh * p.kw > 1
         && !p.is_depthwise()
@@ -67,13 +67,13 @@ fn fits(p: &Conv2d) -> bool {
 
 /// The padded plane's `(rows, cols)` (of each phase, at stride 2): every row and column
 /// some window reaches.
-fn grid(p: &Conv2d) -> (usize, usize) {
+pub(super) fn grid(p: &Conv2d) -> (usize, usize) {
     let s = p.stride[0];
     (p.oh + (p.kh - 1) * p.dilation[0] / s, p.ow + (p.kw - 1) * p.dilation[1] / s)
 }
 
 /// Phase planes per input channel: 1 at stride 1, 4 at stride 2.
-fn phases(p: &Conv2d) -> usize {
+pub(super) fn phases(p: &Conv2d) -> usize {
     p.stride[0] * p.stride[1]
 }
 
@@ -96,14 +96,18 @@ pub fn scratch_floats(p: &Conv2d) -> usize {
 /// planes of a channel, and their size: row `ci * count + t` of B is `plane * ci + offset[t]`.
 #[derive(Clone, Copy, Debug)]
 pub struct Taps {
-    offset: [usize; MAX_TAPS],
-    count: usize,
-    plane: usize,
+    /// Offset of each tap.
+    pub(super) offset: [usize; MAX_TAPS],
+    /// Taps (`kh * kw`).
+    pub(super) count: usize,
+    /// Elements of one channel's padded planes (all phases).
+    pub(super) plane: usize,
 }
 
 #[cfg(target_arch = "x86_64")]
 impl Taps {
-    fn of(p: &Conv2d) -> Taps {
+    /// The taps of `p` over its padded planes.
+    pub(super) fn of(p: &Conv2d) -> Taps {
         let (hp, wp) = grid(p);
         let [sy, sx] = p.stride;
         let mut offset = [0; MAX_TAPS];

@@ -7,6 +7,7 @@
 pub mod conv;
 pub mod conv_1x1_swapped;
 pub mod conv_i8;
+pub mod conv_i8_implicit;
 pub mod conv_implicit;
 pub mod conv_row_dot;
 pub mod depthwise_lanes;

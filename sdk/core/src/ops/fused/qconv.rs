@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 use super::fused_conv::{check_epilogue_inputs, conv2d_geometry, parse_activation, parse_clamp, residual_channels};
 use crate::cpu::conv::Conv2d;
 use crate::cpu::conv_i8::{PreparedWeights, QuantConv, conv2d_u8, scratch_bytes, scratch_parts};
+use crate::cpu::conv_i8_implicit::{self, ImplicitWeights};
 use crate::cpu::gemm_i8::{I8Kernel, I8Kind};
 use crate::cpu::{Activation, Epilogue, Exec};
 use crate::error::Result;
@@ -48,6 +49,8 @@ pub struct QConv {
     prepared: [OnceLock<PreparedWeights>; KINDS.len()],
     /// Whether every weight is within [-63, 63] (the 7-bit kernel applies), on first use.
     fits_7_bits: OnceLock<bool>,
+    /// The weights in the VNNI implicit GEMM's order (`conv_i8_implicit`), on first use.
+    implicit: OnceLock<ImplicitWeights>,
 }
 
 impl std::fmt::Debug for QConv {
@@ -81,6 +84,7 @@ impl QConv {
             x_zero: x_zero as i32,
             prepared: Default::default(),
             fits_7_bits: OnceLock::new(),
+            implicit: OnceLock::new(),
         })
     }
 
@@ -127,7 +131,7 @@ impl Op for QConv {
     fn scratch_bytes(&self, inputs: &[Option<TypeShape>], _outputs: &[TypeShape]) -> usize {
         let (Some(Some(x)), Some(Some(w))) = (inputs.first(), inputs.get(1)) else { return 0 };
         match conv2d_geometry(&self.conv, &x.shape, &w.shape, None) {
-            Ok(Some(p)) => scratch_bytes(&p),
+            Ok(Some(p)) => scratch_bytes(&p).max(conv_i8_implicit::scratch_bytes(&p)),
             _ => 0,
         }
     }
@@ -161,7 +165,10 @@ impl Op for QConv {
         };
         let fits = *self.fits_7_bits.get_or_init(|| wq.iter().all(|&v| (-63..=63).contains(&v)));
         let kernel = I8Kernel::for_conv_weights(exec.isa, fits);
-        let need = {
+        let implicit = conv_i8_implicit::takes(&p, kernel);
+        let need = if implicit {
+            conv_i8_implicit::scratch_bytes(&p)
+        } else {
             let (x, b, s) = scratch_parts(&p, kernel);
             x + b + s
         };
@@ -186,6 +193,18 @@ impl Op for QConv {
             slope: s.map(|s| s.as_f32()).transpose()?,
             clamp: self.clamp,
         };
+        #[cfg(target_arch = "x86_64")]
+        if implicit {
+            let q = conv_i8_implicit::ImplicitConv {
+                x_scale: self.x_scale,
+                x_zero: self.x_zero,
+                weights: self.implicit.get_or_init(|| ImplicitWeights::new(&p, wq)),
+                bias,
+                mult: &mult[..p.m],
+            };
+            conv_i8_implicit::conv_i8_implicit(exec, &p, x.as_f32()?, &q, &ep, y.as_f32_mut()?, scratch);
+            return Ok(());
+        }
         let q = QuantConv {
             x_scale: self.x_scale,
             x_zero: self.x_zero,
@@ -245,6 +264,16 @@ mod tests {
             (2, 5, 20, 36, 7, 1, 3, 3, 3, 2, [2, 3, 0, 1], 77),
             (1, 24, 16, 16, 48, 2, 3, 3, 1, 1, [1, 1, 1, 1], 128),
             (1, 67, 9, 9, 130, 1, 1, 1, 1, 1, [0, 0, 0, 0], 128),
+            // The VNNI implicit GEMM (`conv_i8_implicit`): batch 2 with a partial channel
+            // quad, more quads than one K block holds, stride 2 at odd sizes and over rows
+            // wider than one 16-column block, dilation, asymmetric pads.
+            (2, 13, 15, 14, 20, 1, 3, 3, 1, 1, [1, 1, 1, 1], 90),
+            (1, 130, 9, 8, 17, 1, 3, 3, 1, 1, [1, 1, 1, 1], 128),
+            (1, 9, 17, 15, 40, 1, 3, 3, 2, 1, [1, 1, 1, 1], 128),
+            (1, 5, 6, 70, 9, 1, 3, 3, 2, 1, [1, 1, 1, 1], 200),
+            (1, 6, 5, 45, 11, 1, 3, 3, 1, 1, [1, 1, 1, 1], 128),
+            (1, 8, 20, 21, 12, 1, 3, 3, 1, 2, [2, 2, 2, 2], 128),
+            (2, 16, 14, 14, 36, 1, 3, 3, 2, 1, [1, 0, 0, 1], 128),
         ];
         // 8-bit weights, and 7-bit ones (the AVX2 vpmaddubsw kernel where the CPU has AVX2).
         let with_bits = cases.iter().enumerate().flat_map(|(ci, c)| [8u32, 7].map(move |bits| (ci, bits, c)));
@@ -346,6 +375,14 @@ mod tests {
                         );
                     }
                 }
+            }
+            // The implicit GEMM ran where its geometry fits and the CPU has VNNI.
+            let p = conv2d_geometry(&op.conv, x.shape(), wf.shape(), None).unwrap().unwrap();
+            let vnni = I8Kernel::supported(I8Kind::Vnni512);
+            let implicit = vnni && conv_i8_implicit::takes(&p, I8Kernel::of(I8Kind::Vnni512));
+            assert_eq!(op.implicit.get().is_some(), implicit, "case {ci} {bits}-bit: implicit GEMM");
+            if !vnni && ci == 0 && bits == 8 {
+                println!("skipped: the INT8 implicit GEMM: this CPU lacks AVX-512 VNNI");
             }
             // The 7-bit weights really ran on the vpmaddubsw kernel where there is AVX2, and
             // every weight on the sdot kernel where there is NEON with DotProd.
