@@ -99,15 +99,16 @@ pub fn scratch_bytes(p: &Conv2d) -> usize {
         .unwrap_or(0)
 }
 
-/// Everything [`conv2d_u8`] needs besides the tensors.
-#[derive(Clone, Copy, Debug)]
-pub struct QuantConv<'a> {
+/// Everything [`conv2d_u8`] needs besides the tensors; with `W` =
+/// `conv_i8_implicit::ImplicitWeights`, what `conv_i8_implicit` needs.
+#[derive(Debug)]
+pub struct QuantConv<'a, W = PreparedWeights> {
     /// X's quantization scale.
     pub x_scale: f32,
     /// X's uint8 zero point.
     pub x_zero: i32,
     /// The weights, prepared for the kernel that runs.
-    pub weights: &'a PreparedWeights,
+    pub weights: &'a W,
     /// Per-output-channel bias in accumulator units.
     pub bias: Option<&'a [i32]>,
     /// Per-output-channel dequantization multipliers `x_scale * w_scale[c]`.

@@ -23,7 +23,11 @@
 //! dequantized into Y and given FusedConv's float epilogue while they are in cache.
 
 use super::conv::Conv2d;
+#[cfg(target_arch = "x86_64")]
+use super::conv_i8::QuantConv;
 use super::conv_implicit::{fits, grid, phases};
+#[cfg(target_arch = "x86_64")]
+use super::conv_implicit::{grid_to_y, row_span, valid_runs};
 use super::gemm;
 use super::gemm_i8::{I8Kernel, I8Kind};
 #[cfg(target_arch = "x86_64")]
@@ -99,21 +103,6 @@ impl ImplicitWeights {
     }
 }
 
-/// Everything [`conv_i8_implicit`] needs besides the tensors.
-#[derive(Clone, Copy, Debug)]
-pub struct ImplicitConv<'a> {
-    /// X's quantization scale.
-    pub x_scale: f32,
-    /// X's uint8 zero point.
-    pub x_zero: i32,
-    /// The weights.
-    pub weights: &'a ImplicitWeights,
-    /// Per-output-channel bias in accumulator units.
-    pub bias: Option<&'a [i32]>,
-    /// Per-output-channel dequantization multipliers `x_scale * w_scale[c]`.
-    pub mult: &'a [f32],
-}
-
 /// Channel quads per K block: about 1 KiB of each weight row (as the f32 path's 256 floats),
 /// so a row block's weights stay in L2 and a panel's input rows in L1.
 #[cfg(target_arch = "x86_64")]
@@ -129,7 +118,7 @@ pub fn conv_i8_implicit(
     exec: &Exec,
     p: &Conv2d,
     x: &[f32],
-    q: &ImplicitConv,
+    q: &QuantConv<ImplicitWeights>,
     ep: &Epilogue,
     y: &mut [f32],
     scratch: &mut [u8],
@@ -204,8 +193,7 @@ pub fn conv_i8_implicit(
                     q0 += count;
                 }
                 let (j0, j1) = (p0 * NR, (p1 * NR).min(ng));
-                let to_y = |j: usize| (j / wp) * p.ow + (j % wp).min(p.ow);
-                let (o0, o1) = (to_y(j0), to_y(j1));
+                let (o0, o1) = (grid_to_y(p, wp, j0), grid_to_y(p, wp, j1));
                 // SAFETY: this task alone writes Y's rows `rows`, columns o0..o1.
                 let yg = unsafe { std::slice::from_raw_parts_mut(y_img.get(), mg * np) };
                 // SAFETY: every tile of the task's rows and panels was written above.
@@ -216,20 +204,12 @@ pub fn conv_i8_implicit(
                     let row_add = q.bias.map_or(0, |b| b[m]).wrapping_sub(zero.wrapping_mul(wts.row_sums[m]));
                     let src = &tile[(r - rows.start) * ldt..(r - rows.start + 1) * ldt];
                     let dst = &mut yg[r * np..(r + 1) * np];
-                    let mut j = j0;
-                    while j < j1 {
-                        let (oy, ox) = (j / wp, j % wp);
-                        let row_end = ((oy + 1) * wp).min(j1);
-                        let valid_end = (oy * wp + p.ow).min(row_end);
-                        if j < valid_end {
-                            let o = oy * p.ow + ox;
-                            // SAFETY: the CPU has AVX-512 (`takes`).
-                            unsafe {
-                                dequantize_avx512(&src[j - j0..valid_end - j0], row_add, q.mult[m], &mut dst[o..])
-                            };
+                    valid_runs(p, wp, j0, j1, |j, o, len| {
+                        // SAFETY: the CPU has AVX-512 (`takes`).
+                        unsafe {
+                            dequantize_avx512(&src[j - j0..j - j0 + len], row_add, q.mult[m], &mut dst[o..o + len])
                         }
-                        j = row_end;
-                    }
+                    });
                 }
                 if o1 > o0 {
                     sub.apply_tile(&mut yg[rows.start * np + o0..], np, rows.start, rows.len(), o0, o1 - o0);
@@ -280,11 +260,7 @@ fn fill_quads(exec: &Exec, p: &Conv2d, x: &[f32], scale: f32, zero: i32, hp: usi
                 &x[ci * p.h * p.w..(ci + 1) * p.h * p.w]
             });
             let (py, px) = (phase / sx, phase % sx);
-            // As `conv_implicit::fill_padded`: row columns `left .. left + n` read input
-            // columns `ix0, ix0 + sx, ...`.
-            let left = p.pad[1].saturating_sub(px).div_ceil(sx).min(wp);
-            let ix0 = (left * sx + px).saturating_sub(p.pad[1]);
-            let n = p.w.saturating_sub(ix0).div_ceil(sx).min(wp - left);
+            let (left, ix0, n) = row_span(p, px, wp);
             for (qy, row) in dq.chunks_exact_mut(wp * 4).enumerate() {
                 let iy = (qy * sy + py).wrapping_sub(p.pad[0]);
                 if iy >= p.h || n == 0 {

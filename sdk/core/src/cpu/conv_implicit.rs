@@ -77,6 +77,42 @@ pub(super) fn phases(p: &Conv2d) -> usize {
     p.stride[0] * p.stride[1]
 }
 
+#[cfg(target_arch = "x86_64")]
+/// Where the input lies in a row of phase column `px`'s padded plane (`wp` wide): columns
+/// `left .. left + n` of the row hold input columns `ix0, ix0 + sx, ...`; the rest is border.
+pub(super) fn row_span(p: &Conv2d, px: usize, wp: usize) -> (usize, usize, usize) {
+    let sx = p.stride[1];
+    // Column j holds padded column j*sx + px, i.e. input column j*sx + px - pad.
+    let left = p.pad[1].saturating_sub(px).div_ceil(sx).min(wp);
+    let ix0 = (left * sx + px).saturating_sub(p.pad[1]);
+    let n = p.w.saturating_sub(ix0).div_ceil(sx).min(wp - left);
+    (left, ix0, n)
+}
+
+#[cfg(target_arch = "x86_64")]
+/// Y's column (`oy * ow + ox`) for grid column `j` of a `wp`-wide grid, junk columns
+/// mapped to the next row's first: increasing, with no gaps over the valid ones.
+pub(super) fn grid_to_y(p: &Conv2d, wp: usize, j: usize) -> usize {
+    (j / wp) * p.ow + (j % wp).min(p.ow)
+}
+
+#[cfg(target_arch = "x86_64")]
+/// Calls `f(j, o, len)` for each run of valid grid columns in `j0..j1` (junk columns
+/// dropped): `len` columns from grid column `j`, which are Y's columns from `o`.
+#[inline(always)]
+pub(super) fn valid_runs(p: &Conv2d, wp: usize, j0: usize, j1: usize, mut f: impl FnMut(usize, usize, usize)) {
+    let mut j = j0;
+    while j < j1 {
+        let (oy, ox) = (j / wp, j % wp);
+        let row_end = ((oy + 1) * wp).min(j1);
+        let valid_end = (oy * wp + p.ow).min(row_end);
+        if j < valid_end {
+            f(j, oy * p.ow + ox, valid_end - j);
+        }
+        j = row_end;
+    }
+}
+
 /// Floats of one padded input (all of a group's channels and phases) plus the slack the
 /// last panel's reads run into: the widest tap's column offset past the last window and up
 /// to one panel past the last grid column.
@@ -226,8 +262,7 @@ pub fn conv_implicit(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogu
                 // The valid columns of grid columns [j0, j1) are Y's columns [o0, o1):
                 // junk columns are dropped, so the map is increasing and has no gaps.
                 let (j0, j1) = (p0 * nr, (p1 * nr).min(ng));
-                let to_y = |j: usize| (j / wp) * p.ow + (j % wp).min(p.ow);
-                let (o0, o1) = (to_y(j0), to_y(j1));
+                let (o0, o1) = (grid_to_y(p, wp, j0), grid_to_y(p, wp, j1));
                 // SAFETY: this task alone writes Y's rows `rows`, columns o0..o1.
                 let yg = unsafe { std::slice::from_raw_parts_mut(y_img.get(), mg * np) };
                 // SAFETY: every tile of the task's rows and panels was written above.
@@ -236,17 +271,9 @@ pub fn conv_implicit(exec: &Exec, p: &Conv2d, x: &[f32], w: &[f32], ep: &Epilogu
                     // Grid column j is column j - j0 of the task's buffer.
                     let src = &tile[(r - rows.start) * ldt..(r - rows.start + 1) * ldt];
                     let dst = &mut yg[r * np..(r + 1) * np];
-                    let mut j = j0;
-                    while j < j1 {
-                        let (oy, ox) = (j / wp, j % wp);
-                        let row_end = ((oy + 1) * wp).min(j1);
-                        let valid_end = (oy * wp + p.ow).min(row_end);
-                        if j < valid_end {
-                            let o = oy * p.ow + ox;
-                            super::conv::copy_short(&mut dst[o..o + valid_end - j], &src[j - j0..valid_end - j0]);
-                        }
-                        j = row_end;
-                    }
+                    valid_runs(p, wp, j0, j1, |j, o, len| {
+                        super::conv::copy_short(&mut dst[o..o + len], &src[j - j0..j - j0 + len])
+                    });
                 }
                 if o1 > o0 {
                     sub.apply_tile(&mut yg[rows.start * np + o0..], np, rows.start, rows.len(), o0, o1 - o0);
@@ -279,11 +306,7 @@ fn fill_padded(exec: &Exec, p: &Conv2d, x: &[f32], hp: usize, wp: usize, dst: &m
             let (ci, phase) = (qi / per_channel, qi % per_channel);
             let src = &x[ci * p.h * p.w..(ci + 1) * p.h * p.w];
             let (py, px) = (phase / sx, phase % sx);
-            // Columns j of a row hold padded column j*sx + px, i.e. input column
-            // j*sx + px - pad: those from `left` to `left + n` lie in the input.
-            let left = p.pad[1].saturating_sub(px).div_ceil(sx).min(wp);
-            let ix0 = (left * sx + px).saturating_sub(p.pad[1]);
-            let n = p.w.saturating_sub(ix0).div_ceil(sx).min(wp - left);
+            let (left, ix0, n) = row_span(p, px, wp);
             for (qy, row) in dq.chunks_exact_mut(wp).enumerate() {
                 let iy = (qy * sy + py).wrapping_sub(p.pad[0]);
                 if iy >= p.h || n == 0 {

@@ -195,7 +195,7 @@ impl Op for QConv {
         };
         #[cfg(target_arch = "x86_64")]
         if implicit {
-            let q = conv_i8_implicit::ImplicitConv {
+            let q = QuantConv {
                 x_scale: self.x_scale,
                 x_zero: self.x_zero,
                 weights: self.implicit.get_or_init(|| ImplicitWeights::new(&p, wq)),
