@@ -1,4 +1,5 @@
-//! INT8 dense convolutions of stride 1 or 2 as an implicit GEMM on AVX-512 VNNI: no im2col.
+//! INT8 dense convolutions of stride 1 or 2 as an implicit GEMM on AVX-512 VNNI, or on AVX2
+//! with 7-bit weights: no im2col.
 //!
 //! The f32 implicit GEMM's geometry (`conv_implicit`: a bordered copy of X, split into four
 //! phase planes at stride 2, one constant offset per tap from an output's grid position)
@@ -14,6 +15,11 @@
 //! `zero` its zero point, `sum w * (xq - zero) = acc - zero * rowsum(w)`, one constant per
 //! output channel, added with the bias before the dequantization.
 //!
+//! Without VNNI (AVX2 CPUs), the same layout feeds `vpmaddubsw` (u8 x s8 pairs into int16)
+//! and `vpmaddwd` (pairs into int32): exact where the weights have 7 bits (|w| <= 63, so a
+//! pair is at most 2 * 255 * 63 < 2^15), which INT8 builds for AVX2 CPUs give them
+//! (`quantize_int8::default_weight_bits`), i.e. where `QConv` picks `I8Kind::Avx2U7`.
+//!
 //! Replaces, on VNNI CPUs, `conv_i8`'s im2col packing of ResNet-50's 3x3 convolutions (and
 //! of the 7x7 stem): that packing was 28% of an INT8 ResNet-50 run, more than half the
 //! time of the 3x3 layers at 56x56, which ran no faster than in f32.
@@ -24,7 +30,7 @@
 
 use super::conv::Conv2d;
 #[cfg(target_arch = "x86_64")]
-use super::conv_i8::QuantConv;
+use super::conv_i8::{QuantConv, quantize_u8};
 use super::conv_implicit::{fits, grid, phases};
 #[cfg(target_arch = "x86_64")]
 use super::conv_implicit::{grid_to_y, row_span, valid_runs};
@@ -40,9 +46,10 @@ const MR: usize = 8;
 const NR: usize = 32;
 
 /// Whether [`conv_i8_implicit`] runs `p` with `kernel` (the kernel `QConv` would otherwise
-/// run on the packed im2col): the VNNI one, on the f32 implicit GEMM's geometry.
+/// run on the packed im2col): the VNNI one, or the AVX2 one for 7-bit weights, on the f32
+/// implicit GEMM's geometry.
 pub fn takes(p: &Conv2d, kernel: I8Kernel) -> bool {
-    cfg!(target_arch = "x86_64") && kernel.kind == I8Kind::Vnni512 && !opted_out() && fits(p)
+    cfg!(target_arch = "x86_64") && matches!(kernel.kind, I8Kind::Vnni512 | I8Kind::Avx2U7) && !opted_out() && fits(p)
 }
 
 /// `EDGERT_CONV_I8_IMPLICIT=0`: run these convolutions on `conv_i8`'s im2col packing
@@ -112,10 +119,13 @@ fn quads_per_block(taps: usize) -> usize {
 
 /// Runs the convolution: `x` `[n, c, h, w]` f32, `y` `[n, m, oh, ow]` f32; `ep` applies
 /// residual and activation (its bias must be `None`: the bias is `q.bias`). `scratch` holds
-/// [`scratch_bytes`] bytes. Allocates nothing. Only on CPUs with AVX-512 VNNI ([`takes`]).
+/// [`scratch_bytes`] bytes. Allocates nothing. `kernel` is one [`takes`] accepts: with
+/// [`I8Kind::Avx2U7`] every weight must be within [-63, 63].
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
 pub fn conv_i8_implicit(
     exec: &Exec,
+    kernel: I8Kernel,
     p: &Conv2d,
     x: &[f32],
     q: &QuantConv<ImplicitWeights>,
@@ -123,7 +133,9 @@ pub fn conv_i8_implicit(
     y: &mut [f32],
     scratch: &mut [u8],
 ) {
-    debug_assert!(fits(p) && super::gemm_i8::vnni_supported());
+    let vnni = kernel.kind == I8Kind::Vnni512;
+    debug_assert!(fits(p) && (if vnni { super::gemm_i8::vnni_supported() } else { is_x86_feature_detected!("avx2") }));
+    debug_assert!(vnni || kernel.kind == I8Kind::Avx2U7 && q.weights.rows.iter().all(|&w| (-63..=63).contains(&w)));
     debug_assert!(ep.bias.is_none());
     let (cg, mg, np) = (p.c / p.group, p.m / p.group, p.positions());
     let (hp, wp) = grid(p);
@@ -140,7 +152,7 @@ pub fn conv_i8_implicit(
     for ni in 0..p.n {
         for g in 0..p.group {
             let x_img = &x[(ni * p.c + g * cg) * p.h * p.w..][..cg * p.h * p.w];
-            fill_quads(exec, p, x_img, q.x_scale, zero, hp, wp, padded);
+            fill_quads(exec, vnni, p, x_img, q.x_scale, zero, hp, wp, padded);
             let padded: &[u8] = padded;
             let row0 = g * mg;
             let sub = ep.for_group(ni, row0, mg, np);
@@ -171,21 +183,20 @@ pub fn conv_i8_implicit(
                                 // buffer's spare rows, never read.
                                 *r = wts.rows[(row0 + r0 + i.min(h - 1)) * wts.k_row + kofs..].as_ptr();
                             }
-                            // SAFETY: the CPU has AVX-512 VNNI (`takes`); the tile lies in the
-                            // task's buffer (at most `rb` rows, whole tiles, by `ldt` columns);
-                            // B reads stay inside `padded`, whose slack covers the last panel
-                            // and the widest tap; each A row holds `count * taps * 4` bytes
-                            // from `kofs`.
+                            let (b, c) =
+                                (b_block[j0 * 4..].as_ptr(), tb.wrapping_add((r0 - rows.start) * ldt + j0 - p0 * NR));
+                            // SAFETY: the CPU has AVX-512 VNNI or AVX2, as `kernel` says
+                            // (`takes`), and with AVX2 the weights have 7 bits; the tile lies
+                            // in the task's buffer (at most `rb` rows, whole tiles, by `ldt`
+                            // columns); B reads stay inside `padded`, whose slack covers the
+                            // last panel and the widest tap; each A row holds
+                            // `count * taps * 4` bytes from `kofs`.
                             unsafe {
-                                x86::kernel_vnni_8x32(
-                                    count,
-                                    &taps,
-                                    rp.as_ptr(),
-                                    b_block.as_ptr().add(j0 * 4),
-                                    tb.add((r0 - rows.start) * ldt + j0 - p0 * NR),
-                                    ldt,
-                                    q0 > 0,
-                                )
+                                if vnni {
+                                    x86::kernel_vnni_8x32(count, &taps, rp.as_ptr(), b, c, ldt, q0 > 0)
+                                } else {
+                                    x86::kernel_avx2_8x32(count, &taps, rp.as_ptr(), b, c, ldt, q0 > 0)
+                                }
                             };
                             r0 += MR;
                         }
@@ -205,9 +216,14 @@ pub fn conv_i8_implicit(
                     let src = &tile[(r - rows.start) * ldt..(r - rows.start + 1) * ldt];
                     let dst = &mut yg[r * np..(r + 1) * np];
                     valid_runs(p, wp, j0, j1, |j, o, len| {
-                        // SAFETY: the CPU has AVX-512 (`takes`).
+                        let (acc, out) = (&src[j - j0..j - j0 + len], &mut dst[o..o + len]);
+                        // SAFETY: the CPU has AVX-512 with VNNI, else AVX2 (`takes`).
                         unsafe {
-                            dequantize_avx512(&src[j - j0..j - j0 + len], row_add, q.mult[m], &mut dst[o..o + len])
+                            if vnni {
+                                dequantize_avx512(acc, row_add, q.mult[m], out)
+                            } else {
+                                dequantize_avx2(acc, row_add, q.mult[m], out)
+                            }
                         }
                     });
                 }
@@ -232,12 +248,34 @@ unsafe fn dequantize_avx512(acc: &[i32], row_add: i32, mult: f32, out: &mut [f32
     }
 }
 
+/// As [`dequantize_avx512`], for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dequantize_avx2(acc: &[i32], row_add: i32, mult: f32, out: &mut [f32]) {
+    for (o, &a) in out.iter_mut().zip(acc) {
+        *o = a.wrapping_add(row_add) as f32 * mult;
+    }
+}
+
 /// Quantizes the `cg` planes of `x` into channel quads with their zero-point border
 /// (`hp x wp` positions of 4 bytes each; at stride 2, four phase planes per quad), and
 /// fills the slack after the last one. One task per block of (quad, phase) planes.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-fn fill_quads(exec: &Exec, p: &Conv2d, x: &[f32], scale: f32, zero: i32, hp: usize, wp: usize, dst: &mut [u8]) {
+fn fill_quads(
+    exec: &Exec,
+    avx512: bool,
+    p: &Conv2d,
+    x: &[f32],
+    scale: f32,
+    zero: i32,
+    hp: usize,
+    wp: usize,
+    dst: &mut [u8],
+) {
     let cg = p.c / p.group;
     let [sy, sx] = p.stride;
     let (plane_bytes, per_quad) = (hp * wp * 4, phases(p));
@@ -269,9 +307,16 @@ fn fill_quads(exec: &Exec, p: &Conv2d, x: &[f32], scale: f32, zero: i32, hp: usi
                 }
                 row[..left * 4].fill(zero as u8);
                 let lines: [&[f32]; 4] = std::array::from_fn(|i| &src[i][iy * p.w + ix0..(iy + 1) * p.w]);
-                // SAFETY: the CPU has AVX-512 (`takes`); each line holds the `(n-1)*sx + 1`
-                // floats the row reads, and the row `4 * n` bytes from `left * 4`.
-                unsafe { quantize_quad_row(&lines, chans, sx, n, scale, zero, &mut row[left * 4..(left + n) * 4]) };
+                let out = &mut row[left * 4..(left + n) * 4];
+                // SAFETY: the CPU has AVX-512 where `avx512`, else AVX2 (`takes`); each line
+                // holds the `(n-1)*sx + 1` floats the row reads, and `out` `4 * n` bytes.
+                unsafe {
+                    if avx512 {
+                        quantize_quad_row(&lines, chans, sx, n, scale, zero, out)
+                    } else {
+                        quantize_quad_row_avx2(&lines, chans, sx, n, scale, zero, out)
+                    }
+                };
                 row[(left + n) * 4..].fill(zero as u8);
             }
         }
@@ -357,6 +402,69 @@ unsafe fn quantize_quad_row(
     }
 }
 
+/// [`quantize_quad_row`] for AVX2: eight columns at a time where the lines hold all the
+/// floats they read (at stride 2, 16), the rest with `quantize_u8`; the four channels'
+/// bytes are shifted into each column's int32 lane.
+///
+/// # Safety
+/// The CPU must have AVX2; otherwise as [`quantize_quad_row`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn quantize_quad_row_avx2(
+    lines: &[&[f32]; 4],
+    chans: usize,
+    sx: usize,
+    n: usize,
+    scale: f32,
+    zero: i32,
+    out: &mut [u8],
+) {
+    use std::arch::x86_64::*;
+    debug_assert!(sx == 1 || sx == 2);
+    debug_assert!(out.len() >= 4 * n && lines.iter().take(chans).all(|l| n == 0 || l.len() > (n - 1) * sx));
+    let len = lines[..chans].iter().map(|l| l.len()).min().unwrap_or(0);
+    let mut j0 = 0;
+    // SAFETY: the vector loads read `8 * sx` floats from `j0 * sx`, within every line
+    // (`len`); the stores write 32 bytes from `4 * j0`, within `out` (`j0 + 8 <= n`).
+    unsafe {
+        let vs = _mm256_set1_ps(scale);
+        let (lo, hi) = (_mm256_set1_ps(-512.0), _mm256_set1_ps(512.0));
+        let (vz, v0, v255) = (_mm256_set1_epi32(zero), _mm256_setzero_si256(), _mm256_set1_epi32(255));
+        let evens = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+        while j0 + 8 <= n && (j0 + 8) * sx <= len {
+            let mut packed = _mm256_set1_epi32(0);
+            for (i, line) in lines.iter().enumerate() {
+                let r = if i < chans {
+                    let base = line.as_ptr().add(j0 * sx);
+                    let v = if sx == 1 {
+                        _mm256_loadu_ps(base)
+                    } else {
+                        // The even elements of 16: each half's evens, then the halves joined.
+                        let a = _mm256_permutevar8x32_ps(_mm256_loadu_ps(base), evens);
+                        let b = _mm256_permutevar8x32_ps(_mm256_loadu_ps(base.add(8)), evens);
+                        _mm256_permute2f128_ps::<0x20>(a, b)
+                    };
+                    let f = _mm256_div_ps(v, vs);
+                    let f = _mm256_and_ps(f, _mm256_cmp_ps::<_CMP_ORD_Q>(f, f)); // NaN -> 0
+                    let f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
+                    let r = _mm256_add_epi32(_mm256_cvtps_epi32(f), vz);
+                    _mm256_min_epi32(_mm256_max_epi32(r, v0), v255)
+                } else {
+                    vz
+                };
+                packed = _mm256_or_si256(packed, _mm256_sllv_epi32(r, _mm256_set1_epi32(8 * i as i32)));
+            }
+            _mm256_storeu_si256(out.as_mut_ptr().add(4 * j0) as *mut __m256i, packed);
+            j0 += 8;
+        }
+    }
+    for j in j0..n {
+        for i in 0..4 {
+            out[4 * j + i] = if i < chans { quantize_u8(lines[i][j * sx], scale, zero) } else { zero as u8 };
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::Taps;
@@ -385,6 +493,80 @@ mod x86 {
                 kernel_t::<9>(quads, taps, a, b, c, ldc, accumulate)
             } else {
                 kernel_t::<0>(quads, taps, a, b, c, ldc, accumulate)
+            }
+        }
+    }
+
+    /// AVX2 8x32 tile, as [`kernel_vnni_8x32`], in four 4x16 blocks: per quad and tap, two
+    /// 32-byte B loads, and per row one broadcast of the 4 weight bytes, two `vpmaddubsw`
+    /// (u8 activations x s8 weights, pairs into int16) and two `vpmaddwd` by ones (into
+    /// int32).
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, and every weight must be within [-63, 63] (no int16
+    /// saturation); otherwise as [`kernel_vnni_8x32`].
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn kernel_avx2_8x32(
+        quads: usize,
+        taps: &Taps,
+        a: *const *const i8,
+        b: *const u8,
+        c: *mut i32,
+        ldc: usize,
+        accumulate: bool,
+    ) {
+        unsafe {
+            for rh in 0..2 {
+                for ch in 0..2 {
+                    let (a, b, c) = (a.add(4 * rh), b.add(64 * ch), c.add(4 * rh * ldc + 16 * ch));
+                    if taps.count == 9 {
+                        avx2_4x16::<9>(quads, taps, a, b, c, ldc, accumulate)
+                    } else {
+                        avx2_4x16::<0>(quads, taps, a, b, c, ldc, accumulate)
+                    }
+                }
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2_4x16<const NT: usize>(
+        quads: usize,
+        taps: &Taps,
+        a: *const *const i8,
+        b: *const u8,
+        c: *mut i32,
+        ldc: usize,
+        accumulate: bool,
+    ) {
+        unsafe {
+            let r: [*const i8; 4] = std::array::from_fn(|i| *a.add(i));
+            let ones = _mm256_set1_epi16(1);
+            let mut acc = [[_mm256_setzero_si256(); 2]; 4];
+            let offsets = &taps.offset[..if NT > 0 { NT } else { taps.count }];
+            let mut kk = 0;
+            for qi in 0..quads {
+                let bq = b.add(qi * taps.plane * 4);
+                for &off in offsets {
+                    let bp = bq.add(off * 4);
+                    let b0 = _mm256_loadu_si256(bp as *const __m256i);
+                    let b1 = _mm256_loadu_si256(bp.add(32) as *const __m256i);
+                    for i in 0..4 {
+                        let av = _mm256_set1_epi32((r[i].add(4 * kk) as *const i32).read_unaligned());
+                        let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(b0, av), ones);
+                        let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(b1, av), ones);
+                        acc[i][0] = _mm256_add_epi32(acc[i][0], p0);
+                        acc[i][1] = _mm256_add_epi32(acc[i][1], p1);
+                    }
+                    kk += 1;
+                }
+            }
+            for (i, row) in acc.iter().enumerate() {
+                for (h, &v) in row.iter().enumerate() {
+                    let cp = c.add(i * ldc + 8 * h) as *mut __m256i;
+                    let v = if accumulate { _mm256_add_epi32(_mm256_loadu_si256(cp), v) } else { v };
+                    _mm256_storeu_si256(cp, v);
+                }
             }
         }
     }
@@ -457,11 +639,12 @@ mod tests {
         }
     }
 
-    /// ResNet's 3x3 convolutions and its stem take the VNNI implicit GEMM; other kernels,
-    /// 1x1 and depthwise convolutions do not. (Its values are checked against FusedConv by
+    /// ResNet's 3x3 convolutions and its stem take the implicit GEMM with the VNNI kernel and
+    /// with the AVX2 one for 7-bit weights; other kernels, 1x1 and depthwise convolutions do
+    /// not. (Its values are checked against FusedConv by
     /// `qconv`'s `qconv_matches_fused_conv_on_dequantized_values`.)
     #[test]
-    fn vnni_takes_the_f32_implicit_geometry() {
+    fn vnni_and_avx2_u7_take_the_f32_implicit_geometry() {
         let vnni = I8Kernel::of(I8Kind::Vnni512);
         let x86 = cfg!(target_arch = "x86_64");
         for p in [
@@ -471,6 +654,7 @@ mod tests {
             conv(3, 224, 64, 7, 2, 3),
         ] {
             assert_eq!(takes(&p, vnni), x86 && !opted_out(), "{p:?}");
+            assert_eq!(takes(&p, I8Kernel::of(I8Kind::Avx2U7)), x86 && !opted_out(), "{p:?}");
             assert!(!takes(&p, I8Kernel::of(I8Kind::Avx2)) && !takes(&p, I8Kernel::of(I8Kind::Portable)));
             // One byte per channel (rounded up to quads), phase and padded position.
             let (hp, wp) = grid(&p);
@@ -502,12 +686,17 @@ mod tests {
     }
 
     /// A quad row equals `quantize_u8` value by value at strides 1 and 2, for every length
-    /// up to three 16-column blocks and partial quads, with ties, NaN and saturation.
+    /// up to three 16-column blocks and partial quads, with ties, NaN and saturation, in its
+    /// AVX-512 and its AVX2 form.
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn quad_rows_quantize_exactly() {
-        if !is_x86_feature_detected!("avx512f") {
-            println!("skipped: quad rows: this CPU lacks AVX-512");
+        let avx512 = is_x86_feature_detected!("avx512f");
+        if !avx512 {
+            println!("skipped: quad rows, AVX-512 form: this CPU lacks AVX-512");
+        }
+        if !is_x86_feature_detected!("avx2") {
+            println!("skipped: quad rows, AVX2 form: this CPU lacks AVX2");
             return;
         }
         let mut s = 0x9e37_79b9u32;
@@ -530,15 +719,26 @@ mod tests {
                     .collect()
             })
             .collect();
-        for (scale, zero) in [(0.25f32, 128), (0.3, 0), (0.07, 255), (1.0, 77)] {
+        for (form, (scale, zero)) in [false, true]
+            .into_iter()
+            .filter(|&f| !f || avx512)
+            .flat_map(|f| [(0.25f32, 128), (0.3, 0), (0.07, 255), (1.0, 77)].map(|v| (f, v)))
+        {
             for sx in [1, 2] {
                 for chans in 1..=4 {
                     for n in 0..=48usize {
                         let refs: [&[f32]; 4] =
                             std::array::from_fn(|i| &lines[i.min(chans - 1)][..(n.max(1) - 1) * sx + 1]);
                         let mut out = vec![0xa5u8; 4 * n + 4];
-                        // SAFETY: AVX-512F checked above; lines and out are as large as required.
-                        unsafe { quantize_quad_row(&refs, chans, sx, n, scale, zero, &mut out[..4 * n]) };
+                        // SAFETY: AVX-512F (for that form) and AVX2 checked above; lines and out
+                        // are as large as required.
+                        unsafe {
+                            if form {
+                                quantize_quad_row(&refs, chans, sx, n, scale, zero, &mut out[..4 * n])
+                            } else {
+                                quantize_quad_row_avx2(&refs, chans, sx, n, scale, zero, &mut out[..4 * n])
+                            }
+                        };
                         for j in 0..n {
                             for i in 0..4 {
                                 let want =
@@ -546,7 +746,7 @@ mod tests {
                                 assert_eq!(
                                     out[4 * j + i],
                                     want,
-                                    "scale {scale} zero {zero} stride {sx} chans {chans} n {n} col {j} ch {i}"
+                                    "avx512 {form} scale {scale} zero {zero} stride {sx} chans {chans} n {n} col {j} ch {i}"
                                 );
                             }
                         }

@@ -49,7 +49,7 @@ pub struct QConv {
     prepared: [OnceLock<PreparedWeights>; KINDS.len()],
     /// Whether every weight is within [-63, 63] (the 7-bit kernel applies), on first use.
     fits_7_bits: OnceLock<bool>,
-    /// The weights in the VNNI implicit GEMM's order (`conv_i8_implicit`), on first use.
+    /// The weights in the implicit GEMM's order (`conv_i8_implicit`), on first use.
     implicit: OnceLock<ImplicitWeights>,
 }
 
@@ -202,7 +202,7 @@ impl Op for QConv {
                 bias,
                 mult: &mult[..p.m],
             };
-            conv_i8_implicit::conv_i8_implicit(exec, &p, x.as_f32()?, &q, &ep, y.as_f32_mut()?, scratch);
+            conv_i8_implicit::conv_i8_implicit(exec, kernel, &p, x.as_f32()?, &q, &ep, y.as_f32_mut()?, scratch);
             return Ok(());
         }
         let q = QuantConv {
@@ -376,19 +376,23 @@ mod tests {
                     }
                 }
             }
-            // The implicit GEMM ran where its geometry fits and the CPU has VNNI.
+            // The implicit GEMM ran where its geometry fits and the CPU has VNNI, or AVX2 and
+            // the weights 7 bits.
             let p = conv2d_geometry(&op.conv, x.shape(), wf.shape(), None).unwrap().unwrap();
             let vnni = I8Kernel::supported(I8Kind::Vnni512);
-            let implicit = vnni && conv_i8_implicit::takes(&p, I8Kernel::of(I8Kind::Vnni512));
+            let avx2 = Isa::all_supported().contains(&Isa::Avx2);
+            let fits = conv_i8_implicit::takes(&p, I8Kernel::of(I8Kind::Vnni512));
+            let implicit = fits && (vnni || avx2 && bits == 7);
             assert_eq!(op.implicit.get().is_some(), implicit, "case {ci} {bits}-bit: implicit GEMM");
             if !vnni && ci == 0 && bits == 8 {
-                println!("skipped: the INT8 implicit GEMM: this CPU lacks AVX-512 VNNI");
+                println!("skipped: the INT8 implicit GEMM, VNNI kernel: this CPU lacks AVX-512 VNNI");
             }
-            // The 7-bit weights really ran on the vpmaddubsw kernel where there is AVX2, and
-            // every weight on the sdot kernel where there is NEON with DotProd.
+            // The 7-bit weights really ran on the vpmaddubsw kernels where there is AVX2 (the
+            // implicit GEMM's where the geometry fits, else conv_i8's), and every weight on
+            // the sdot kernel where there is NEON with DotProd.
             let slot = |kind| KINDS.iter().position(|&k| k == kind).unwrap();
-            let avx2 = Isa::all_supported().contains(&Isa::Avx2);
-            assert_eq!(op.prepared[slot(I8Kind::Avx2U7)].get().is_some(), bits == 7 && avx2, "case {ci} {bits}-bit");
+            let packed_u7 = bits == 7 && avx2 && !fits;
+            assert_eq!(op.prepared[slot(I8Kind::Avx2U7)].get().is_some(), packed_u7, "case {ci} {bits}-bit");
             let dot = Isa::all_supported().contains(&Isa::Neon) && I8Kernel::supported(I8Kind::NeonDot);
             assert_eq!(op.prepared[slot(I8Kind::NeonDot)].get().is_some(), dot, "case {ci} {bits}-bit");
             if !dot && cfg!(target_arch = "aarch64") {
