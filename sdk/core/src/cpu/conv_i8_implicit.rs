@@ -236,28 +236,35 @@ pub fn conv_i8_implicit(
     }
 }
 
-/// `out[i] = (acc[i] + row_add) * mult` (wrapping int32, as the accumulators are).
+/// `out[i] = (acc[i] + row_add) * mult` (wrapping int32, as the accumulators are): the one
+/// body of [`dequantize_avx512`] and [`dequantize_avx2`], inlined into each so that it is
+/// vectorized for that ISA.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn dequantize_row(acc: &[i32], row_add: i32, mult: f32, out: &mut [f32]) {
+    for (o, &a) in out.iter_mut().zip(acc) {
+        *o = a.wrapping_add(row_add) as f32 * mult;
+    }
+}
+
+/// [`dequantize_row`] compiled for AVX-512.
 ///
 /// # Safety
 /// The CPU must have AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn dequantize_avx512(acc: &[i32], row_add: i32, mult: f32, out: &mut [f32]) {
-    for (o, &a) in out.iter_mut().zip(acc) {
-        *o = a.wrapping_add(row_add) as f32 * mult;
-    }
+    dequantize_row(acc, row_add, mult, out)
 }
 
-/// As [`dequantize_avx512`], for AVX2.
+/// [`dequantize_row`] compiled for AVX2.
 ///
 /// # Safety
 /// The CPU must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn dequantize_avx2(acc: &[i32], row_add: i32, mult: f32, out: &mut [f32]) {
-    for (o, &a) in out.iter_mut().zip(acc) {
-        *o = a.wrapping_add(row_add) as f32 * mult;
-    }
+    dequantize_row(acc, row_add, mult, out)
 }
 
 /// Quantizes the `cg` planes of `x` into channel quads with their zero-point border
